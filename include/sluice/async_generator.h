@@ -87,19 +87,18 @@ class [[nodiscard]] AsyncGenerator {
     friend class AsyncGenerator;
 
     std::optional<T> TakeCurrent() {
+      if (current_ != nullptr) [[likely]] {
+        T* current = std::exchange(current_, nullptr);
+        return std::optional<T>(std::in_place, std::move(*current));
+      }
+      return TakeSlowPath();
+    }
+
+    std::optional<T> TakeSlowPath() {
       if (exception_) std::rethrow_exception(std::exchange(exception_, nullptr));
-      if (current_ != nullptr) {
-        std::optional<T> out(std::move(*current_));
-        current_ = nullptr;
-        converted_.reset();
-        return out;
-      }
-      if (pending_error_) {
-        std::optional<T> out(std::move(pending_error_));
-        pending_error_.reset();
-        return out;
-      }
-      return std::nullopt;
+      std::optional<T> out = std::move(pending_error_);
+      pending_error_.reset();
+      return out;
     }
 
     std::coroutine_handle<> consumer_;
