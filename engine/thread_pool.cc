@@ -14,11 +14,76 @@
 #include <utility>
 #include <vector>
 
-#include "concurrentqueue/concurrentqueue.h"
 #include "sluice/detail/transfer.h"
+
+// moodycamel's queue synchronises through std::atomic_thread_fence, which ThreadSanitizer neither
+// supports (GCC warns, -Werror fails) nor models (it would report the slot hand-off as a race). TSan
+// builds therefore swap in a mutex-protected queue behind the same interface: everything else in this
+// file (local queues, stealing, the counts and the sleep protocol) is the same code in every build, and
+// that is what TSan checks.
+#if !defined(SLUICE_POOL_LOCKED_SHARED_QUEUE)
+#if defined(__SANITIZE_THREAD__)
+#define SLUICE_POOL_LOCKED_SHARED_QUEUE 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SLUICE_POOL_LOCKED_SHARED_QUEUE 1
+#endif
+#endif
+#endif
+#if !defined(SLUICE_POOL_LOCKED_SHARED_QUEUE)
+#define SLUICE_POOL_LOCKED_SHARED_QUEUE 0
+#endif
+
+#if SLUICE_POOL_LOCKED_SHARED_QUEUE
+#include <deque>
+#else
+#include "concurrentqueue/concurrentqueue.h"
+#endif
 
 namespace sluice {
 namespace {
+
+#if SLUICE_POOL_LOCKED_SHARED_QUEUE
+// Multi-producer multi-consumer FIFO for TSan builds (see above).
+class SharedQueue {
+ public:
+  struct ConsumerToken {
+    explicit ConsumerToken(SharedQueue&) {}
+  };
+  void Push(std::coroutine_handle<> handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(handle);
+  }
+  bool TryPop(ConsumerToken&, std::coroutine_handle<>& handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (items_.empty()) return false;
+    handle = items_.front();
+    items_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::coroutine_handle<>> items_;
+};
+#else
+// Pushes from outside threads go through moodycamel's lock-free queue (one sub-queue per producer
+// thread, so outside producers do not contend with each other).
+class SharedQueue {
+ public:
+  struct ConsumerToken {
+    explicit ConsumerToken(SharedQueue& queue) : token(queue.queue_) {}
+    moodycamel::ConsumerToken token;
+  };
+  void Push(std::coroutine_handle<> handle) { queue_.enqueue(handle); }
+  bool TryPop(ConsumerToken& consumer, std::coroutine_handle<>& handle) {
+    return queue_.try_dequeue(consumer.token, handle);
+  }
+
+ private:
+  moodycamel::ConcurrentQueue<std::coroutine_handle<>> queue_;
+};
+#endif
 
 // A worker looks at the shared queue before its own at least this often, so outside work is not starved
 // by a worker whose tasks keep refilling its local queue. Prime, so it does not beat with batch sizes.
@@ -84,9 +149,9 @@ void NameCurrentThread(int index) {
 struct ThreadPool::Impl {
   // Cache-line aligned so the owner's queue and counters do not false-share with a neighbour's.
   struct alignas(64) Worker {
-    explicit Worker(moodycamel::ConcurrentQueue<std::coroutine_handle<>>& shared) : consumer(shared) {}
+    explicit Worker(SharedQueue& shared) : consumer(shared) {}
     LocalQueue local;
-    moodycamel::ConsumerToken consumer;
+    SharedQueue::ConsumerToken consumer;
     // Owner-thread only.
     std::uint32_t tick = 0;
     bool poll_shared_first = false;
@@ -106,12 +171,13 @@ struct ThreadPool::Impl {
   void BeginShutdown();
 
   ThreadPool* pool;
+  // Pushes from threads that are not this pool's workers. Declared before `workers`, whose consumer
+  // tokens refer to it, so it is destroyed after them.
+  SharedQueue shared;
   // Fixed after construction; worker threads only read it.
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> threads;
 
-  // Pushes from threads that are not this pool's workers.
-  moodycamel::ConcurrentQueue<std::coroutine_handle<>> shared;
   // Items in `shared`, bumped after an enqueue and dropped after a dequeue, so it can be briefly off by
   // the pushes and pops in flight (even negative); once every push has finished it is exact. It is what
   // the sleep protocol reads, because moodycamel's emptiness checks are only approximate.
@@ -178,7 +244,7 @@ std::coroutine_handle<> ThreadPool::Impl::PopShared(Worker& self) {
   // bumps the count and then wakes a sleeper, and Sleep() re-reads the count before blocking.
   if (shared_count.load(std::memory_order_relaxed) <= 0) return nullptr;
   std::coroutine_handle<> handle;
-  if (!shared.try_dequeue(self.consumer, handle)) return nullptr;
+  if (!shared.TryPop(self.consumer, handle)) return nullptr;
   shared_count.fetch_sub(1, std::memory_order_acq_rel);
   return handle;
 }
@@ -266,7 +332,7 @@ bool ThreadPool::Enqueue(std::coroutine_handle<> handle, bool yield) {
     impl.gate.fetch_sub(2, std::memory_order_relaxed);
     return false;
   }
-  impl.shared.enqueue(handle);
+  impl.shared.Push(handle);
   impl.shared_count.fetch_add(1, std::memory_order_seq_cst);
   impl.WakeOne();
   // release: Stop() reads gate with acquire and then relies on the item being queued and counted. Until
