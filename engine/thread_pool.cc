@@ -89,6 +89,7 @@ class SharedQueue {
 // by a worker whose tasks keep refilling its local queue. Prime, so it does not beat with batch sizes.
 constexpr std::uint32_t kSharedPollInterval = 61;
 constexpr std::size_t kInitialLocalCapacity = 64;
+constexpr int kIdleRoundsBeforeSleep = 32;
 
 // One worker's FIFO of handles. The owner pushes and pops; idle workers steal from the front too (the
 // oldest item, which keeps the pool roughly FIFO). A plain mutex is uncontended on the owner's fast path
@@ -204,8 +205,10 @@ void ThreadPool::Impl::Run(int index) {
   tls_worker_index = index;
   NameCurrentThread(index);
   Worker& self = *workers[static_cast<std::size_t>(index)];
+  int idle_rounds = 0;
   for (;;) {
     if (std::coroutine_handle<> handle = FindWork(self, index)) {
+      idle_rounds = 0;
       detail::Resume(handle);
       continue;
     }
@@ -217,6 +220,14 @@ void ThreadPool::Impl::Run(int index) {
       std::this_thread::yield();  // a pop in flight elsewhere still has to drop the count
       continue;
     }
+    // A few more looks (yielding the CPU between them) before paying for a futex sleep and the pusher's
+    // wake-up call: bursts of short tasks often refill the queues within microseconds. Bounded, so an
+    // idle pool still goes to sleep almost at once.
+    if (++idle_rounds <= kIdleRoundsBeforeSleep) {
+      std::this_thread::yield();
+      continue;
+    }
+    idle_rounds = 0;
     Sleep();
   }
   tls_pool = nullptr;
