@@ -337,9 +337,9 @@ bool ThreadPool::Enqueue(std::coroutine_handle<> handle, bool yield) {
     impl.WakeOne();
     return true;
   }
-  // acquire: pairs with nothing in particular; the RMW's place in gate's modification order decides
-  // whether this push is in (Stop() then waits for it) or out (closed bit seen).
-  if (impl.gate.fetch_add(2, std::memory_order_acquire) & 1) {
+  // relaxed: only this RMW's place in gate's modification order matters. Before Stop()'s fetch_or, the
+  // push is in and Stop() waits for our release below; after it, we see the closed bit and run inline.
+  if (impl.gate.fetch_add(2, std::memory_order_relaxed) & 1) {
     impl.gate.fetch_sub(2, std::memory_order_relaxed);
     return false;
   }

@@ -115,20 +115,20 @@ Task<void> HopTwiceAndCount(ThreadPool* pool, std::atomic<int>* count) {
 TEST(ThreadPoolTest, ManyExternalThreadsScheduleConcurrently) {
   ThreadPool pool(2);
   constexpr int kThreads = 6;
-  const int per_thread = 2'000 * kStressScale;
+  constexpr int kPerThread = 2'000 * kStressScale;
   std::atomic<int> count{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&pool, &count, per_thread] {
+    threads.emplace_back([&pool, &count] {
       AsyncScope scope;
-      for (int i = 0; i < per_thread; ++i) scope.Spawn(HopTwiceAndCount(&pool, &count));
+      for (int i = 0; i < kPerThread; ++i) scope.Spawn(HopTwiceAndCount(&pool, &count));
       scope.JoinBlocking();
       // Mix in blocking round trips from this thread too.
       for (int i = 0; i < 50; ++i) SyncWait(HopAndCount(&pool, &count));
     });
   }
   for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(count.load(), kThreads * (per_thread + 50));
+  EXPECT_EQ(count.load(), kThreads * (kPerThread + 50));
 }
 
 struct Order {
@@ -290,6 +290,21 @@ TEST(ThreadPoolTest, WorkAfterStopRunsInline) {
     EXPECT_EQ(r.thread, std::this_thread::get_id());
   });
   other.join();
+}
+
+Task<bool> StopFromWorker(ThreadPool* pool) {
+  co_await pool->Schedule();
+  pool->Stop();  // cannot join itself: starts the shutdown and returns
+  co_return pool->IsCurrentThreadWorker();
+}
+
+TEST(ThreadPoolTest, StopFromAWorkerStartsShutdownWithoutJoiningItself) {
+  ThreadPool pool(2);
+  EXPECT_TRUE(SyncWait(StopFromWorker(&pool)));
+  // Closed to outside work already: this hop runs inline.
+  HopResult result = SyncWait(HopAndReport(&pool));
+  EXPECT_EQ(result.thread, std::this_thread::get_id());
+  pool.Stop();  // joins
 }
 
 Task<void> HopComputeHop(ThreadPool* pool, std::atomic<std::int64_t>* sum, int value) {
