@@ -168,6 +168,7 @@ struct ThreadPool::Impl {
   std::coroutine_handle<> PopShared(Worker& self);
   void Sleep();
   bool AnyLocalWork();
+  bool WorkVisible();
   void WakeOne();
   void BeginShutdown();
 
@@ -190,6 +191,8 @@ struct ThreadPool::Impl {
   // Set once no outside push can arrive any more; workers then exit when they run out of work.
   std::atomic<bool> draining{false};
 
+  // Workers idle but still looking for work (Run's bounded rounds before Sleep()).
+  std::atomic<int> num_searching{0};
   // Sleepers registered in Sleep(); read by pushers without the lock on their fast path.
   std::atomic<int> num_sleepers{0};
   std::mutex sleep_mu;
@@ -206,8 +209,16 @@ void ThreadPool::Impl::Run(int index) {
   NameCurrentThread(index);
   Worker& self = *workers[static_cast<std::size_t>(index)];
   int idle_rounds = 0;
+  bool searching = false;  // counted in num_searching
   for (;;) {
     if (std::coroutine_handle<> handle = FindWork(self, index)) {
+      if (searching) {
+        searching = false;
+        // Pushers skipped their wake-up while we searched, counting on us. If we were the last searcher
+        // and more work is already visible, hand that promise on to a sleeper. Decrement first, then look:
+        // a pusher that still saw us searching pushed before our look (seq_cst order), so we see its item.
+        if (num_searching.fetch_sub(1, std::memory_order_seq_cst) == 1 && WorkVisible()) WakeOne();
+      }
       idle_rounds = 0;
       detail::Resume(handle);
       continue;
@@ -222,14 +233,23 @@ void ThreadPool::Impl::Run(int index) {
     }
     // A few more looks (yielding the CPU between them) before paying for a futex sleep and the pusher's
     // wake-up call: bursts of short tasks often refill the queues within microseconds. Bounded, so an
-    // idle pool still goes to sleep almost at once.
+    // idle pool still goes to sleep almost at once. While we search, pushers need not wake anyone.
+    if (!searching) {
+      searching = true;
+      num_searching.fetch_add(1, std::memory_order_seq_cst);
+    }
     if (++idle_rounds <= kIdleRoundsBeforeSleep) {
       std::this_thread::yield();
       continue;
     }
     idle_rounds = 0;
+    // Stop searching before registering as a sleeper: Sleep() re-checks every queue after registering, so
+    // an item whose pusher saw us searching (and skipped the wake-up) is found there.
+    searching = false;
+    num_searching.fetch_sub(1, std::memory_order_seq_cst);
     Sleep();
   }
+  if (searching) num_searching.fetch_sub(1, std::memory_order_seq_cst);
   tls_pool = nullptr;
   tls_worker_index = -1;
 }
@@ -260,6 +280,10 @@ std::coroutine_handle<> ThreadPool::Impl::PopShared(Worker& self) {
   return handle;
 }
 
+bool ThreadPool::Impl::WorkVisible() {
+  return shared_count.load(std::memory_order_seq_cst) > 0 || AnyLocalWork();
+}
+
 bool ThreadPool::Impl::AnyLocalWork() {
   for (const std::unique_ptr<Worker>& worker : workers) {
     if (!worker->local.Empty()) return true;
@@ -276,12 +300,16 @@ bool ThreadPool::Impl::AnyLocalWork() {
 // - Local push: it happens under the queue's mutex, which the sleeper also takes (AnyLocalWork) after
 //   registering. If the sleeper locks it later, it sees the item; if earlier, the pusher's later lock
 //   orders the sleeper's registration before the pusher's read of num_sleepers.
+// - Searchers: a pusher that sees num_searching > 0 skips the wake-up. Every searcher it saw decrements
+//   num_searching later in the seq_cst order, and whoever brings it to zero looks for visible work after
+//   its decrement: on the way to sleep (the re-check below) or, having found other work, in Run(). So the
+//   item is seen, by the same write-then-read argument, and someone wakes for it or runs it.
 // A wake is a token in pending_wakes, capped at the number of sleepers, so one push wakes at most one
 // sleeper and a burst of pushes never leaves stale tokens that would make later sleeps spin.
 void ThreadPool::Impl::Sleep() {
   std::unique_lock<std::mutex> lock(sleep_mu);
   num_sleepers.fetch_add(1, std::memory_order_seq_cst);
-  const bool has_work = shared_count.load(std::memory_order_seq_cst) > 0 || AnyLocalWork();
+  const bool has_work = WorkVisible();
   if (!has_work && !draining.load(std::memory_order_acquire)) {
     wake_cv.wait(lock, [this] { return pending_wakes > 0 || draining.load(std::memory_order_acquire); });
     if (pending_wakes > 0) --pending_wakes;
@@ -290,6 +318,9 @@ void ThreadPool::Impl::Sleep() {
 }
 
 void ThreadPool::Impl::WakeOne() {
+  // A searching worker will find the item (see Run), so most pushes into a busy-but-not-saturated pool
+  // cost no system call.
+  if (num_searching.load(std::memory_order_seq_cst) > 0) return;
   if (num_sleepers.load(std::memory_order_seq_cst) == 0) return;
   std::lock_guard<std::mutex> lock(sleep_mu);
   if (pending_wakes < num_sleepers.load(std::memory_order_relaxed)) {

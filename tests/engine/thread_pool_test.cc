@@ -431,5 +431,22 @@ TEST(ThreadPoolTest, IdleWorkersWakeForBurstsAfterSleeping) {
   EXPECT_EQ(count.load(), rounds * 3);
 }
 
+TEST(ThreadPoolTest, ConcurrentRoundTripsFromPlainThreads) {
+  // One task at a time per thread: workers keep flipping between running, searching and sleeping, the
+  // transitions where a lost wake-up would show up as a hang.
+  ThreadPool pool(2);
+  constexpr int kThreads = 3;
+  constexpr int kRoundTrips = 300 * kStressScale;
+  std::atomic<int> count{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&pool, &count] {
+      for (int i = 0; i < kRoundTrips; ++i) SyncWait(HopAndCount(&pool, &count));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(count.load(), kThreads * kRoundTrips);
+}
+
 }  // namespace
 }  // namespace sluice
