@@ -271,8 +271,9 @@ std::coroutine_handle<> ThreadPool::Impl::FindWork(Worker& self, int index) {
 }
 
 std::coroutine_handle<> ThreadPool::Impl::PopShared(Worker& self) {
-  // The count is only a cheap filter here: missing an item that is mid-push is fine, because its pusher
-  // bumps the count and then wakes a sleeper, and Sleep() re-reads the count before blocking.
+  // The count is only a cheap filter here (moodycamel's dequeue walks every producer's sub-queue even
+  // when empty). Missing an item that is mid-push is fine: its pusher bumps the count and then wakes a
+  // sleeper or relies on a searcher, and both Sleep() and a searcher's last look re-read it (seq_cst).
   if (shared_count.load(std::memory_order_relaxed) <= 0) return nullptr;
   std::coroutine_handle<> handle;
   if (!shared.TryPop(self.consumer, handle)) return nullptr;
