@@ -26,7 +26,9 @@
 //     so a reader that decompresses should say so in file_name (TFRecordDecoder does).
 //   - Not thread-safe; one parser per stream. Cost per record: two CRCs and at most one copy of the bytes.
 //
-//   TFRecordParser parser({.file_name = "/data/train.tfrecord"});
+//   TFRecordParserOptions options;
+//   options.file_name = "/data/train.tfrecord";
+//   TFRecordParser parser(options);
 //   while (ReadChunk(&chunk)) {
 //     parser.Feed(chunk);
 //     for (;;) {

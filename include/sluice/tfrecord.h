@@ -14,8 +14,9 @@
 // (no internal locking); it is movable. Destroying an open writer closes it and drops any error; call
 // Close() to see it. Not a hot-path component: it is for tools, tests and conversion.
 //
-//   SLUICE_ASSIGN_OR_RETURN(TFRecordWriter w,
-//                           TFRecordWriter::Open("/tmp/x.tfrecord.gz", {.compression = Compression::kGzip}));
+//   TFRecordWriterOptions options;
+//   options.compression = Compression::kGzip;
+//   SLUICE_ASSIGN_OR_RETURN(TFRecordWriter w, TFRecordWriter::Open("/tmp/x.tfrecord.gz", options));
 //   SLUICE_RETURN_IF_ERROR(w.Write("payload"));
 //   SLUICE_RETURN_IF_ERROR(w.Close());
 #ifndef SLUICE_TFRECORD_H_
