@@ -58,6 +58,15 @@ void AppendTFRecord(std::span<const std::byte> data, std::string* out) {
 
 void AppendTFRecord(absl::string_view data, std::string* out) { AppendTFRecord(AsBytes(data), out); }
 
+TFRecordParserOptions ParserOptionsFor(const TFRecordReaderOptions& options, std::string file_name) {
+  TFRecordParserOptions parser;
+  parser.verify_crc = options.verify_crc;
+  parser.max_record_bytes = options.max_record_bytes;
+  parser.skip_corrupt_records = options.skip_corrupt_records;
+  parser.file_name = std::move(file_name);
+  return parser;
+}
+
 TFRecordParser::TFRecordParser(TFRecordParserOptions options) : options_(std::move(options)) {
   if (options_.file_name.empty()) options_.file_name = "<TFRecord stream>";
 }

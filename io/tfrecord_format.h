@@ -99,6 +99,9 @@ struct TFRecordParserOptions {
   std::string file_name;  // for messages
 };
 
+// The parser options for one file read with the public reader options.
+TFRecordParserOptions ParserOptionsFor(const TFRecordReaderOptions& options, std::string file_name);
+
 class TFRecordParser {
  public:
   explicit TFRecordParser(TFRecordParserOptions options = {});

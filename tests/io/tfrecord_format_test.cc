@@ -354,6 +354,18 @@ TEST(TFRecordFormatTest, CompressedTruncationAndCorruption) {
   EXPECT_THAT(wrong_format.errors[0].message(), HasSubstr("plain: corrupt ZLIB stream at compressed offset"));
 }
 
+TEST(TFRecordFormatTest, ParserOptionsFromReaderOptions) {
+  TFRecordReaderOptions reader;
+  reader.verify_crc = false;
+  reader.max_record_bytes = 123;
+  reader.skip_corrupt_records = true;
+  const TFRecordParserOptions parser = ParserOptionsFor(reader, "x.tfrecord");
+  EXPECT_FALSE(parser.verify_crc);
+  EXPECT_EQ(parser.max_record_bytes, 123u);
+  EXPECT_TRUE(parser.skip_corrupt_records);
+  EXPECT_EQ(parser.file_name, "x.tfrecord");
+}
+
 // Fuzz-style: arbitrary bytes and mutations of valid streams must only yield records or statuses,
 // never crash, hang or over-allocate (ASan checks the last).
 void CheckSane(const ParseResult& r, size_t input_size) {
