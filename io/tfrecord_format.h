@@ -149,6 +149,7 @@ class TFRecordDecoder {
   absl::Status Finish();
 
   const TFRecordParser& parser() const { return parser_; }
+  Compression compression() const { return compression_; }
 
  private:
   Compression compression_;

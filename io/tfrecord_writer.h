@@ -42,6 +42,7 @@ class TFRecordBufferWriter {
   std::string TakeOutput();
   uint64_t records_written() const { return records_written_; }
   bool finished() const { return finished_; }
+  Compression compression() const { return compression_; }
 
  private:
   explicit TFRecordBufferWriter(Compression compression) : compression_(compression) {}
