@@ -1,0 +1,162 @@
+// TFRecord framing: encoding one record, and a streaming parser fed byte chunks.
+//
+// Record layout (TensorFlow's): u64 LE length | u32 LE masked CRC32C(length bytes) | data |
+// u32 LE masked CRC32C(data); 16 bytes of framing per record.
+//
+// TFRecordParser contract:
+//   - Feed(chunk) hands the next chunk of the (uncompressed) stream. The caller keeps the chunk alive and
+//     unchanged until Next() returns std::nullopt, which means every byte of it has been consumed (the
+//     tail of a record that continues in the next chunk is copied into an internal reused buffer). Feed()
+//     before that is a precondition violation (the unconsumed rest would be lost; it is detected and
+//     reported by the next Next() as FailedPrecondition).
+//   - Next() returns the records in file order: a TFRecordView whose `data` points into the fed chunk when
+//     the whole record lies inside it (zero copy) or into the parser's buffer otherwise. A view is valid
+//     until the next call to Next(), Feed() or Finish(); call ToOwned() (or copy) to keep it.
+//     std::nullopt means "feed more, or Finish() at end of input".
+//   - Finish() at end of input: OK at a record boundary, else DataLoss
+//     "FILE: truncated record at offset N: expected X bytes, file ends after Y".
+//   - Errors, all DataLoss and naming options.file_name and the record's byte offset in this stream:
+//       length CRC mismatch: "...: corrupted record at offset N: length CRC mismatch (...); the rest of the
+//         file is unreadable" (sticky: every later call returns it);
+//       length over options.max_record_bytes: names the length and the limit, never allocates it (sticky);
+//       data CRC mismatch: "...: corrupted record at offset N: data CRC mismatch (...)". Framing is intact,
+//         so the next Next() continues with the following record; with skip_corrupt_records the record is
+//         skipped without an error and counted in skipped_records().
+//   - Offsets are in the bytes given to the parser: for a compressed file that is the decompressed stream,
+//     so a reader that decompresses should say so in file_name (TFRecordDecoder does).
+//   - Not thread-safe; one parser per stream. Cost per record: two CRCs and at most one copy of the bytes.
+//
+//   TFRecordParserOptions options;
+//   options.file_name = "/data/train.tfrecord";
+//   TFRecordParser parser(options);
+//   while (ReadChunk(&chunk)) {
+//     parser.Feed(chunk);
+//     for (;;) {
+//       SLUICE_ASSIGN_OR_RETURN(std::optional<TFRecordView> record, parser.Next());
+//       if (!record) break;
+//       Use(record->data);
+//     }
+//   }
+//   SLUICE_RETURN_IF_ERROR(parser.Finish());
+//
+// TFRecordDecoder: the same contract for a possibly compressed file: it owns an Inflater for GZIP/ZLIB and
+// a TFRecordParser; Feed() takes raw file chunks. Corrupt or truncated compressed data is DataLoss naming
+// the compressed offset.
+#ifndef SLUICE_IO_TFRECORD_FORMAT_H_
+#define SLUICE_IO_TFRECORD_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "io/zlib_stream.h"
+#include "sluice/tfrecord.h"
+
+namespace sluice::io {
+
+inline constexpr size_t kTFRecordHeaderBytes = 12;
+inline constexpr size_t kTFRecordFooterBytes = 4;
+
+// Writes the 12 header bytes for a record of `length` bytes.
+void EncodeTFRecordHeader(uint64_t length, std::byte header[kTFRecordHeaderBytes]);
+// Writes the 4 footer bytes (masked CRC32C of `data`).
+void EncodeTFRecordFooter(std::span<const std::byte> data, std::byte footer[kTFRecordFooterBytes]);
+// Appends a whole framed record to *out.
+void AppendTFRecord(std::span<const std::byte> data, std::string* out);
+void AppendTFRecord(absl::string_view data, std::string* out);
+
+inline std::span<const std::byte> AsBytes(absl::string_view s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+inline absl::string_view AsStringView(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// An owned record.
+struct TFRecord {
+  std::string data;
+  uint64_t offset = 0;
+};
+
+// A borrowed record: see TFRecordParser for how long `data` stays valid.
+struct TFRecordView {
+  std::span<const std::byte> data;
+  uint64_t offset = 0;  // byte offset of the record's header in the stream
+  TFRecord ToOwned() const { return {std::string(AsStringView(data)), offset}; }
+  absl::string_view str() const { return AsStringView(data); }
+};
+
+struct TFRecordParserOptions {
+  bool verify_crc = true;
+  uint64_t max_record_bytes = kDefaultMaxRecordBytes;
+  bool skip_corrupt_records = false;
+  std::string file_name;  // for messages
+};
+
+// The parser options for one file read with the public reader options.
+TFRecordParserOptions ParserOptionsFor(const TFRecordReaderOptions& options, std::string file_name);
+
+class TFRecordParser {
+ public:
+  explicit TFRecordParser(TFRecordParserOptions options = {});
+  TFRecordParser(TFRecordParser&&) noexcept = default;
+  TFRecordParser& operator=(TFRecordParser&&) noexcept = default;
+
+  void Feed(std::span<const std::byte> chunk);
+  absl::StatusOr<std::optional<TFRecordView>> Next();
+  absl::Status Finish();
+
+  // Offset of the first byte not yet returned as part of a record (the next record's header).
+  uint64_t record_start() const { return record_start_; }
+  uint64_t records_returned() const { return records_returned_; }
+  uint64_t skipped_records() const { return skipped_records_; }
+  const TFRecordParserOptions& options() const { return options_; }
+
+ private:
+  enum class State { kHeader, kBody };
+
+  absl::Status ParseHeader(const std::byte* header);
+  absl::Status Corrupted(uint64_t offset, absl::string_view cause) const;
+  void AppendToBuffer(const std::byte* data, size_t n, size_t total);
+
+  TFRecordParserOptions options_;
+  State state_ = State::kHeader;
+  std::span<const std::byte> chunk_;   // unconsumed part of the fed chunk
+  std::byte header_[kTFRecordHeaderBytes];
+  size_t header_fill_ = 0;             // header bytes assembled in header_ (straddling header)
+  uint64_t length_ = 0;                // data length of the current record
+  std::unique_ptr<std::byte[]> buffer_;  // straddling record body (data + footer), reused
+  size_t buffer_capacity_ = 0;
+  size_t buffer_fill_ = 0;
+  uint64_t record_start_ = 0;
+  uint64_t records_returned_ = 0;
+  uint64_t skipped_records_ = 0;
+  absl::Status sticky_;
+};
+
+class TFRecordDecoder {
+ public:
+  TFRecordDecoder(Compression compression, TFRecordParserOptions options);
+
+  void Feed(std::span<const std::byte> chunk);
+  absl::StatusOr<std::optional<TFRecordView>> Next();
+  absl::Status Finish();
+
+  const TFRecordParser& parser() const { return parser_; }
+  Compression compression() const { return compression_; }
+
+ private:
+  Compression compression_;
+  TFRecordParser parser_;
+  std::optional<Inflater> inflater_;
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_TFRECORD_FORMAT_H_

@@ -1,0 +1,105 @@
+// Streaming zlib: an Inflater fed compressed chunks that hands out decompressed chunks, and a Deflater
+// that appends compressed bytes to a string. Both are synchronous and allocation-bounded: one output
+// buffer of `output_chunk_bytes` for the Inflater, whatever the input (no zip bomb can grow it).
+//
+// Inflater contract:
+//   - Format kGzip reads gzip members (header fields such as mtime, OS, name are skipped, not checked);
+//     several concatenated members are read as one stream, as gzip(1) does. kZlib reads one zlib stream
+//     (RFC 1950). kAuto accepts either, detected from the first bytes. kRawDeflate reads RFC 1951 data.
+//   - Feed(chunk) hands the next compressed chunk; the caller keeps it alive and unchanged until Next()
+//     has returned an empty span (all of it consumed). Next() returns the next piece of decompressed
+//     output (valid until the next call to Next()/Feed()/Finish()), or an empty span when it needs more
+//     input. Finish() is called once at the end of the input.
+//   - Errors: a corrupt stream is DataLoss "NAME: corrupt GZIP stream at compressed offset N: <zlib>";
+//     bytes after the end of a zlib stream, or after a gzip member that do not start another member, are
+//     DataLoss naming their offset; Finish() in the middle of a stream is DataLoss "truncated". Errors are
+//     sticky. An empty input is an empty stream (no error), as in TensorFlow.
+//   - One thread at a time; movable.
+//
+//   Inflater inflater(ZlibFormat::kGzip, "/data/x.gz");
+//   inflater.Feed(chunk);
+//   for (;;) {
+//     SLUICE_ASSIGN_OR_RETURN(std::span<const std::byte> out, inflater.Next());
+//     if (out.empty()) break;  // feed the next chunk, or call Finish() at the end of the file
+//     Consume(out);
+//   }
+#ifndef SLUICE_IO_ZLIB_STREAM_H_
+#define SLUICE_IO_ZLIB_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+struct z_stream_s;
+
+namespace sluice::io {
+
+enum class ZlibFormat { kGzip, kZlib, kAuto, kRawDeflate };
+
+inline constexpr size_t kDefaultInflateChunkBytes = size_t{256} << 10;
+
+class Inflater {
+ public:
+  Inflater(ZlibFormat format, std::string name, size_t output_chunk_bytes = kDefaultInflateChunkBytes);
+  Inflater(Inflater&&) noexcept;
+  Inflater& operator=(Inflater&&) noexcept;
+  ~Inflater();
+
+  void Feed(std::span<const std::byte> chunk);
+  absl::StatusOr<std::span<const std::byte>> Next();
+  absl::Status Finish();
+
+  // Compressed bytes consumed and decompressed bytes produced so far.
+  uint64_t compressed_offset() const { return consumed_; }
+  uint64_t decompressed_bytes() const { return produced_; }
+
+ private:
+  absl::Status Error(absl::string_view what) const;
+  absl::Status Init();
+
+  ZlibFormat format_;
+  std::string name_;
+  std::unique_ptr<z_stream_s> stream_;  // heap-pinned: zlib's state points back at it
+  bool initialized_ = false;
+  bool in_stream_ = false;    // started a stream/member that has not ended yet
+  bool ended_once_ = false;   // at least one stream/member ended
+  std::span<const std::byte> input_;
+  std::unique_ptr<std::byte[]> output_;
+  size_t output_size_;
+  uint64_t consumed_ = 0;
+  uint64_t produced_ = 0;
+  absl::Status status_;
+};
+
+// Deflater: Compress(data, out) appends compressed bytes for `data` to *out; Flush(out) is a zlib sync
+// flush (everything so far becomes decodable); Finish(out) ends the stream (trailer included). Only
+// kGzip and kZlib are accepted by Create(); level is -1 (default) or 0..9. Errors: InvalidArgument for bad
+// options, Internal if zlib fails (it does not on valid use). One thread at a time; movable.
+class Deflater {
+ public:
+  static absl::StatusOr<Deflater> Create(ZlibFormat format, int level = -1);
+  Deflater(Deflater&&) noexcept;
+  Deflater& operator=(Deflater&&) noexcept;
+  ~Deflater();
+
+  absl::Status Compress(std::span<const std::byte> data, std::string* out);
+  absl::Status Flush(std::string* out);
+  absl::Status Finish(std::string* out);
+
+ private:
+  Deflater() = default;
+  absl::Status Run(std::span<const std::byte> data, int flush, std::string* out);
+
+  std::unique_ptr<z_stream_s> stream_;
+  bool finished_ = false;
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_ZLIB_STREAM_H_

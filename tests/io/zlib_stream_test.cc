@@ -1,0 +1,266 @@
+#include "io/zlib_stream.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <random>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::io {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::span<const std::byte> Bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+// Feeds `data` in chunks of `chunk` bytes, drains every output, then Finish().
+absl::StatusOr<std::string> InflateAll(ZlibFormat format, const std::string& data, size_t chunk,
+                                       size_t out_chunk = kDefaultInflateChunkBytes) {
+  Inflater inflater(format, "test.gz", out_chunk);
+  std::string out;
+  size_t pos = 0;
+  do {
+    const size_t n = std::min(chunk, data.size() - pos);
+    inflater.Feed(Bytes(data).subspan(pos, n));
+    pos += n;
+    for (;;) {
+      absl::StatusOr<std::span<const std::byte>> piece = inflater.Next();
+      if (!piece.ok()) return piece.status();
+      if (piece->empty()) break;
+      out.append(reinterpret_cast<const char*>(piece->data()), piece->size());
+    }
+  } while (pos < data.size());
+  if (absl::Status s = inflater.Finish(); !s.ok()) return s;
+  return out;
+}
+
+std::string Compress(ZlibFormat format, const std::string& data, int level = -1) {
+  absl::StatusOr<Deflater> d = Deflater::Create(format, level);
+  EXPECT_TRUE(d.ok()) << d.status();
+  std::string out;
+  EXPECT_TRUE(d->Compress(Bytes(data), &out).ok());
+  EXPECT_TRUE(d->Finish(&out).ok());
+  return out;
+}
+
+std::string RandomText(size_t n, uint32_t seed) {
+  // Compressible but not trivial: words from a small alphabet.
+  std::mt19937 rng(seed);
+  std::string s(n, ' ');
+  for (auto& c : s) c = static_cast<char>('a' + rng() % 12);
+  return s;
+}
+
+TEST(ZlibStreamTest, RoundTripGzipAndZlibInManyChunkSizes) {
+  const std::string data = RandomText(300000, 1);
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib}) {
+    const std::string compressed = Compress(format, data);
+    ASSERT_LT(compressed.size(), data.size());
+    for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, compressed.size()}) {
+      if (chunk == 1 && compressed.size() > 50000) continue;
+      absl::StatusOr<std::string> out = InflateAll(format, compressed, chunk, 1000);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(*out, data) << "chunk " << chunk;
+      absl::StatusOr<std::string> autodetected = InflateAll(ZlibFormat::kAuto, compressed, chunk);
+      ASSERT_TRUE(autodetected.ok()) << autodetected.status();
+      EXPECT_EQ(*autodetected, data);
+    }
+  }
+}
+
+TEST(ZlibStreamTest, ByteByByteFeedOfSmallStream) {
+  const std::string data = RandomText(5000, 2);
+  const std::string compressed = Compress(ZlibFormat::kGzip, data, 9);
+  absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kGzip, compressed, 1, 64);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, data);
+}
+
+TEST(ZlibStreamTest, RawDeflate) {
+  const std::string data = RandomText(20000, 3);
+  const std::string zlib = Compress(ZlibFormat::kZlib, data);
+  // A zlib stream is a 2-byte header, raw deflate data and a 4-byte Adler-32 trailer.
+  const std::string raw = zlib.substr(2, zlib.size() - 6);
+  absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kRawDeflate, raw, 333);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, data);
+}
+
+TEST(ZlibStreamTest, ConcatenatedGzipMembersReadAsOneStream) {
+  const std::string a = RandomText(10000, 4), b = RandomText(7000, 5), c;
+  const std::string compressed =
+      Compress(ZlibFormat::kGzip, a) + Compress(ZlibFormat::kGzip, b) + Compress(ZlibFormat::kGzip, c);
+  for (size_t chunk : {size_t{5}, size_t{100}, compressed.size()}) {
+    absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kGzip, compressed, chunk);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(*out, a + b);
+  }
+}
+
+TEST(ZlibStreamTest, EmptyInputIsAnEmptyStream) {
+  absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kGzip, "", 10);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "");
+  absl::StatusOr<std::string> empty_payload = InflateAll(ZlibFormat::kZlib, Compress(ZlibFormat::kZlib, ""), 1);
+  ASSERT_TRUE(empty_payload.ok()) << empty_payload.status();
+  EXPECT_EQ(*empty_payload, "");
+}
+
+TEST(ZlibStreamTest, NotGzipIsDataLossWithOffset) {
+  absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kGzip, "this is not gzip at all", 4);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(out.status().message(), HasSubstr("test.gz: corrupt GZIP stream at compressed offset"));
+}
+
+TEST(ZlibStreamTest, CorruptedBodyIsDataLoss) {
+  const std::string data = RandomText(50000, 6);
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib}) {
+    const std::string good = Compress(format, data);
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 20; ++trial) {
+      std::string bad = good;
+      // Corrupt a run in the middle (the headers are tested above), where the deflate decoder or the
+      // trailer check must notice.
+      const size_t at = 20 + rng() % (bad.size() - 40);
+      for (size_t i = at; i < at + 8; ++i) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+      absl::StatusOr<std::string> out = InflateAll(format, bad, 1024);
+      ASSERT_FALSE(out.ok()) << "trial " << trial;
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss) << out.status();
+      EXPECT_THAT(out.status().message(), HasSubstr("compressed offset")) << out.status();
+    }
+  }
+}
+
+TEST(ZlibStreamTest, TruncatedStreamFailsAtFinish) {
+  const std::string data = RandomText(40000, 8);
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib}) {
+    const std::string good = Compress(format, data);
+    for (size_t cut : {size_t{1}, size_t{3}, good.size() / 2, good.size() - 1}) {
+      absl::StatusOr<std::string> out = InflateAll(format, good.substr(0, cut), 100);
+      ASSERT_FALSE(out.ok()) << "cut at " << cut;
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(out.status().message(), HasSubstr("truncated"));
+      EXPECT_THAT(out.status().message(), HasSubstr(absl::StrCat("compressed offset ", cut)));
+    }
+  }
+}
+
+TEST(ZlibStreamTest, TrailingGarbageIsDataLoss) {
+  const std::string data = RandomText(1000, 9);
+  const std::string zlib = Compress(ZlibFormat::kZlib, data);
+  absl::StatusOr<std::string> out = InflateAll(ZlibFormat::kZlib, zlib + "xyz", 64);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(out.status().message(),
+              HasSubstr(absl::StrCat("unexpected data after the end of the ZLIB stream at compressed offset ",
+                                     zlib.size())));
+
+  const std::string gz = Compress(ZlibFormat::kGzip, data);
+  out = InflateAll(ZlibFormat::kGzip, gz + "garbage!", 64);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(out.status().message(), HasSubstr(absl::StrCat("gzip member at compressed offset ", gz.size())));
+}
+
+TEST(ZlibStreamTest, ErrorsAreSticky) {
+  Inflater inflater(ZlibFormat::kZlib, "x");
+  const std::string junk = "\xff\xff\xff\xff";
+  inflater.Feed(Bytes(junk));
+  absl::StatusOr<std::span<const std::byte>> first = inflater.Next();
+  ASSERT_FALSE(first.ok());
+  absl::StatusOr<std::span<const std::byte>> second = inflater.Next();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(first.status(), second.status());
+  EXPECT_EQ(inflater.Finish(), first.status());
+}
+
+TEST(ZlibStreamTest, OutputIsBoundedByChunkSize) {
+  // 10 MB of zeros compress to ~10 KB; output must come out in pieces of at most the chunk size.
+  const std::string zeros(10'000'000, '\0');
+  const std::string compressed = Compress(ZlibFormat::kGzip, zeros);
+  Inflater inflater(ZlibFormat::kGzip, "bomb.gz", 4096);
+  inflater.Feed(Bytes(compressed));
+  size_t total = 0;
+  for (int i = 0; i < 100000; ++i) {
+    absl::StatusOr<std::span<const std::byte>> piece = inflater.Next();
+    ASSERT_TRUE(piece.ok()) << piece.status();
+    if (piece->empty()) break;
+    ASSERT_LE(piece->size(), 4096u);
+    total += piece->size();
+  }
+  EXPECT_EQ(total, zeros.size());
+  EXPECT_TRUE(inflater.Finish().ok());
+  EXPECT_EQ(inflater.decompressed_bytes(), zeros.size());
+  EXPECT_EQ(inflater.compressed_offset(), compressed.size());
+}
+
+TEST(ZlibStreamTest, DeflaterFlushMakesPrefixDecodable) {
+  absl::StatusOr<Deflater> d = Deflater::Create(ZlibFormat::kGzip, 1);
+  ASSERT_TRUE(d.ok());
+  const std::string part1 = RandomText(3000, 10);
+  std::string out;
+  ASSERT_TRUE(d->Compress(Bytes(part1), &out).ok());
+  ASSERT_TRUE(d->Flush(&out).ok());
+  // Everything so far decodes, but the stream is not finished.
+  absl::StatusOr<std::string> partial = InflateAll(ZlibFormat::kGzip, out, 1 << 20);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_THAT(partial.status().message(), HasSubstr("truncated"));
+  Inflater inflater(ZlibFormat::kGzip, "partial");
+  inflater.Feed(Bytes(out));
+  std::string got;
+  for (;;) {
+    absl::StatusOr<std::span<const std::byte>> piece = inflater.Next();
+    ASSERT_TRUE(piece.ok());
+    if (piece->empty()) break;
+    got.append(reinterpret_cast<const char*>(piece->data()), piece->size());
+  }
+  EXPECT_EQ(got, part1);
+  ASSERT_TRUE(d->Finish(&out).ok());
+  EXPECT_FALSE(d->Compress(Bytes(part1), &out).ok());
+  absl::StatusOr<std::string> whole = InflateAll(ZlibFormat::kGzip, out, 77);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(*whole, part1);
+}
+
+TEST(ZlibStreamTest, DeflaterRejectsBadOptions) {
+  EXPECT_EQ(Deflater::Create(ZlibFormat::kGzip, 10).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Deflater::Create(ZlibFormat::kZlib, -2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Deflater::Create(ZlibFormat::kAuto).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Deflater::Create(ZlibFormat::kZlib, 0).ok());
+}
+
+TEST(ZlibStreamTest, MovedInflaterKeepsWorking) {
+  const std::string data = RandomText(9000, 11);
+  const std::string compressed = Compress(ZlibFormat::kZlib, data);
+  Inflater a(ZlibFormat::kZlib, "a");
+  a.Feed(Bytes(compressed).subspan(0, 100));
+  std::string got;
+  for (;;) {
+    absl::StatusOr<std::span<const std::byte>> piece = a.Next();
+    ASSERT_TRUE(piece.ok());
+    if (piece->empty()) break;
+    got.append(reinterpret_cast<const char*>(piece->data()), piece->size());
+  }
+  Inflater b = std::move(a);
+  b.Feed(Bytes(compressed).subspan(100));
+  for (;;) {
+    absl::StatusOr<std::span<const std::byte>> piece = b.Next();
+    ASSERT_TRUE(piece.ok());
+    if (piece->empty()) break;
+    got.append(reinterpret_cast<const char*>(piece->data()), piece->size());
+  }
+  EXPECT_TRUE(b.Finish().ok());
+  EXPECT_EQ(got, data);
+}
+
+}  // namespace
+}  // namespace sluice::io
