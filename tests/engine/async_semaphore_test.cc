@@ -150,5 +150,30 @@ TEST(AsyncSemaphoreTest, CancellationStormKeepsTheCount) {
   EXPECT_EQ(sem.available(), 1);  // no unit leaked to, or taken by, a cancelled waiter
 }
 
+// Release and stop race for one waiter: either it took the unit (none left) or it was cancelled (unit
+// still there).
+TEST(AsyncSemaphoreTest, CancelRacingWithRelease) {
+  constexpr int kIterations = 1000 / kScale;
+  for (int i = 0; i < kIterations; ++i) {
+    AsyncSemaphore sem(0);
+    std::vector<int> order;
+    std::optional<absl::Status> r;
+    AsyncScope scope;
+    scope.Spawn(AcquireInto(&sem, 1, &order, &r));
+    std::thread releaser([&sem] { sem.Release(); });
+    std::thread stopper([&scope] { scope.RequestStop(); });
+    releaser.join();
+    stopper.join();
+    scope.JoinBlocking();
+    ASSERT_TRUE(r.has_value());
+    if (r->ok()) {
+      EXPECT_EQ(sem.available(), 0);
+    } else {
+      ASSERT_EQ(r->code(), absl::StatusCode::kCancelled);
+      EXPECT_EQ(sem.available(), 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice

@@ -537,6 +537,43 @@ TEST(ChannelTest, CancelRacingWithWakeUp) {
   EXPECT_EQ(delivered + cancelled, kIterations);
 }
 
+// A push waiting on a full channel is cancelled while a pop frees its slot: the value is either in the
+// channel (push OK) or nowhere (push Cancelled), never both or lost.
+TEST(ChannelTest, CancelPushRacingWithPop) {
+  constexpr int kIterations = 2000 / kScale;
+  int pushed = 0, cancelled = 0;
+  for (int i = 0; i < kIterations; ++i) {
+    Channel<int> ch(1);
+    int first = -1;
+    ASSERT_TRUE(ch.TryPush(first));
+    std::optional<absl::Status> out;
+    AsyncScope scope;
+    scope.Spawn(PushInto(&ch, i, &out));
+    std::latch start(2);
+    std::thread popper([&] {
+      start.arrive_and_wait();
+      EXPECT_EQ(ch.TryPop(), std::optional<int>(-1));
+    });
+    std::thread stopper([&] {
+      start.arrive_and_wait();
+      scope.RequestStop();
+    });
+    popper.join();
+    stopper.join();
+    scope.JoinBlocking();
+    ASSERT_TRUE(out.has_value());
+    if (out->ok()) {
+      EXPECT_EQ(ch.TryPop(), std::optional<int>(i));
+      ++pushed;
+    } else {
+      ASSERT_EQ(out->code(), absl::StatusCode::kCancelled) << *out;
+      EXPECT_EQ(ch.size(), 0u);
+      ++cancelled;
+    }
+  }
+  EXPECT_EQ(pushed + cancelled, kIterations);
+}
+
 // --- Executor -----------------------------------------------------------------------------------------
 
 // Runs handed-over coroutines on one background thread, to check resumption goes through the executor.
@@ -599,6 +636,27 @@ TEST(ChannelTest, WokenWaiterResumesOnExecutor) {
   // Either the pop found the value at once (ran on consumer_thread) or it waited and was resumed by
   // the executor; it is never resumed on this (the pushing) thread.
   EXPECT_NE(*resumed_on, std::this_thread::get_id());
+}
+
+Task<void> PopAndRecordThread(Channel<int>* ch, std::optional<absl::StatusOr<std::optional<int>>>* out,
+                              std::thread::id* resumed_on) {
+  absl::StatusOr<std::optional<int>> v = co_await ch->Pop();
+  *resumed_on = std::this_thread::get_id();
+  out->emplace(std::move(v));
+}
+
+TEST(ChannelTest, CancelledWaiterResumesOnExecutor) {
+  OneThreadExecutor executor;
+  Channel<int> ch(1, &executor);
+  std::optional<absl::StatusOr<std::optional<int>>> out;
+  std::thread::id resumed_on;
+  AsyncScope scope;
+  scope.Spawn(PopAndRecordThread(&ch, &out, &resumed_on));
+  scope.RequestStop();  // the stop callback hands the coroutine to the executor instead of running it here
+  scope.JoinBlocking();
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(resumed_on, executor.id());
 }
 
 }  // namespace
