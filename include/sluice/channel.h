@@ -22,6 +22,8 @@
 //   waking thread (inside that Push/Pop/Close/request_stop call), after the channel's lock is released.
 //   Keep continuations short, or give an executor, when that thread must not be borrowed.
 //   The channel must outlive every pending operation on it.
+// - T must be move-constructible; its move constructor should not throw (values are moved under the
+//   channel's lock, between a waiter being unlinked and being woken).
 //
 //   Channel<int> ch(64);
 //   Task<absl::Status> Produce(Channel<int>* ch) {

@@ -203,8 +203,11 @@ inline void Waiter::Cancel() noexcept {
 
 // CRTP base of every primitive's wait operation. Derived provides, called under the owner's lock:
 //   bool TryCompleteLocked(WakeList& wake);  // completes now (storing its outcome) or returns false
+//                                            // without side effects (adds nothing to `wake`)
 //   WaiterList& WaitListLocked();            // the list to wait on
 // and an await_resume() that maps state() (kWoken / kCancelled) and its stored outcome to a result.
+// An operation is awaited (or WaitBlocking'ed) once. Destroying it while it is published (a coroutine
+// frame destroyed while suspended in it) is a bug, as for any suspended sluice coroutine.
 template <class Derived>
 class WaitOperation : public Waiter {
  public:
@@ -275,6 +278,8 @@ class WaitOperation : public Waiter {
         return false;
       }
     }
+    // `wake` is empty here (failed TryCompleteLocked calls add nothing), so destroying it under the lock
+    // resumes nobody.
     state_ = State::kWaiting;
     self().WaitListLocked().PushBack(this);
     return true;
