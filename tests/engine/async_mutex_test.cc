@@ -18,7 +18,7 @@ namespace sluice {
 namespace {
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr int kScale = 10;
+constexpr int kScale = 4;
 #else
 constexpr int kScale = 1;
 #endif
