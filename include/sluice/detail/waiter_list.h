@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <thread>
 
 #include "sluice/detail/promise_base.h"
 #include "sluice/detail/transfer.h"
@@ -234,6 +235,18 @@ class WaitOperation : public Waiter {
 
   // For plain threads: blocks until woken or cancelled through `token`. Never call it from a coroutine.
   void WaitBlocking(const std::stop_token& token) {
+    // A few yields before sleeping: when the other side runs at a similar rate, the state it is about to
+    // produce usually arrives within a time slice, and a futex sleep/wake pair per element costs more.
+    for (int i = 0; i < kYieldsBeforeSleeping && !token.stop_requested(); ++i) {
+      WakeList wake;
+      std::unique_lock<std::mutex> lock(*mutex_);
+      if (self().TryCompleteLocked(wake)) {
+        state_ = State::kWoken;
+        return;  // unlocks, then resumes whoever the operation woke
+      }
+      lock.unlock();
+      std::this_thread::yield();
+    }
     std::condition_variable cv;
     cv_ = &cv;
     std::unique_lock<std::mutex> lock(*mutex_, std::defer_lock);
@@ -246,6 +259,8 @@ class WaitOperation : public Waiter {
   }
 
  private:
+  static constexpr int kYieldsBeforeSleeping = 8;
+
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
 
   // Completes the operation at once (returns false, lock released, others woken) or publishes the
