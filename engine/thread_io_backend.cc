@@ -264,7 +264,8 @@ void ThreadIoBackend::WorkerLoop() {
 
 void ThreadIoBackend::TimerLoop() {
   std::unique_lock<std::mutex> lock(timer_mu_);
-  while (!timer_stop_) {
+  // Armed sleeps still fire (or get cancelled) before the thread exits: none is left unresumed.
+  while (!timer_stop_ || !timers_.empty()) {
     if (timers_.empty()) {
       timer_cv_.wait(lock);
       continue;
@@ -277,7 +278,9 @@ void ThreadIoBackend::TimerLoop() {
       Push({op, nullptr});
       continue;
     }
-    timer_cv_.wait_until(lock, first->first);
+    // A copy: the entry (and its key) may be erased by a cancellation while we wait unlocked.
+    const Clock::time_point deadline = first->first;
+    timer_cv_.wait_until(lock, deadline);
   }
 }
 

@@ -138,11 +138,20 @@ void UringReactor::Loop() {
   while (true) {
     const bool drained = DrainPosted();
     FlushPending();
-    if (stop_.load(std::memory_order_acquire) && drained && live_ops_ == 0 && local_.empty() &&
-        queue_.size_approx() == 0) {
-      break;
+    const bool exiting = stop_.load(std::memory_order_acquire) && drained && live_ops_ == 0 &&
+                         local_.empty() && queue_.size_approx() == 0;
+    if (exiting) {
+      // Only internal SQEs remain. The kernel would write into eventfd_value_ if the armed read
+      // completed after io_uring_queue_exit, so complete it now (and any stray cancel) and reap them.
+      if (in_flight_ == 0) break;
+      if (eventfd_armed_) {
+        const uint64_t one = 1;
+        ssize_t ignored = ::write(eventfd_, &one, sizeof(one));
+        (void)ignored;
+      }
+    } else if (!eventfd_armed_) {
+      ArmEventfd();
     }
-    if (!eventfd_armed_) ArmEventfd();
     // One syscall per iteration submits the whole batch and, when nothing else is runnable, waits.
     const int rc = drained && local_.empty() ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
     if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
@@ -251,10 +260,11 @@ void UringReactor::PrepareSqe(io_uring_sqe* sqe, UringOp* op) {
   io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(op));
 }
 
-// SQEs (ops and cancels) in flight stay below the CQ size, one slot kept for the eventfd read, so the
-// completion queue can never overflow.
+// The completion queue can never overflow: ops in flight stay below half of it (one cancel at most per op
+// takes the other half), and one slot is kept for the eventfd read. Cancels never wait for ops to drain;
+// otherwise a full ring of long timeouts could not be cancelled.
 bool UringReactor::TrySubmitOp(UringOp* op) {
-  if (in_flight_ + 1 >= cq_entries_) return false;
+  if (ops_in_flight_ + 1 >= cq_entries_ / 2 || in_flight_ + 1 >= cq_entries_) return false;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     // The SQ (smaller than the CQ) filled up within this batch: hand it to the kernel and go on.
@@ -264,6 +274,7 @@ bool UringReactor::TrySubmitOp(UringOp* op) {
   }
   PrepareSqe(sqe, op);
   ++in_flight_;
+  ++ops_in_flight_;
   op->where_ = UringOp::Where::kInFlight;
   return true;
 }
@@ -308,6 +319,7 @@ void UringReactor::OnCompletion(uint64_t user_data, int res) {
     return;  // the loop drains the queue before it waits again
   }
   auto* op = reinterpret_cast<UringOp*>(user_data);
+  --ops_in_flight_;
   op->res_ = res;
   const uint32_t prev = op->state_.fetch_or(UringOp::kCompleted, std::memory_order_acq_rel);
   if ((prev & UringOp::kCancelRequested) && !op->cancel_seen_) {

@@ -5,7 +5,8 @@
 // the reactor through an eventfd on which the ring always keeps one read armed; posts made on the
 // reactor thread itself go to a plain local vector. Each loop iteration drains the posts, fills SQEs and
 // makes one io_uring_submit_and_wait call, then reaps the completion queue. In-flight SQEs stay below the
-// completion queue size; excess operations wait, in order, in a pending queue.
+// completion queue size (ops within half of it, so that cancels always find room); excess operations
+// wait, in order, in a pending queue.
 //
 // Cancellation of an in-flight op: the stop callback (any thread) sets kCancelRequested on the op and
 // posts a cancel entry. The reactor then submits io_uring_prep_cancel for it, but resumes the waiter only
@@ -195,6 +196,7 @@ class UringReactor final : public Reactor {
   std::deque<UringOp*> pending_;
   std::vector<UringOp*> pending_cancels_;
   unsigned in_flight_ = 0;  // SQEs submitted whose CQE has not been reaped (ops, cancels, eventfd read)
+  unsigned ops_in_flight_ = 0;  // of which UringOps
   int64_t live_ops_ = 0;  // submit entries received and not yet finished
   bool eventfd_armed_ = false;
   uint64_t eventfd_value_ = 0;
