@@ -419,12 +419,12 @@ TEST_P(ReactorTest, AsyncScopeStopCancelsSpawnedOps) {
 
 TEST_P(ReactorTest, ManyThreadsSubmitConcurrently) {
   constexpr int kThreads = 8;
-  const int reads = 200 / kStressScale;
+  constexpr int kReads = 200 / kStressScale;
   std::vector<absl::Status> results(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([this, t, reads, &results] {
-      results[t] = SyncWait(RandomReads(io_.get(), fd_, data_, 100 + t, reads));
+    threads.emplace_back([this, t, &results] {
+      results[t] = SyncWait(RandomReads(io_.get(), fd_, data_, 100 + t, kReads));
     });
   }
   for (std::thread& t : threads) t.join();
@@ -473,6 +473,30 @@ TEST_P(ReactorTest, PipeShortReadsAreResubmitted) {
     ASSERT_FALSE(n.ok());
     EXPECT_NE(n.status().message().find("read fd"), absl::string_view::npos) << n.status();
   }
+}
+
+TEST_P(ReactorTest, StopDuringBlockedReadCancelsAndKeepsBufferUntilCompletion) {
+  if (GetParam() != IoBackend::kUring) {
+    GTEST_SKIP() << "a blocking pread cannot be interrupted (and pread on a pipe is ESPIPE)";
+  }
+  // A read on an empty pipe stays in flight until io_uring_prep_cancel reaches it.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  auto buf = std::make_unique<std::vector<std::byte>>(4096);
+  std::stop_source stop;
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    stop.request_stop();
+  });
+  absl::StatusOr<size_t> n = SyncWait(io_->Read(fds[0], std::span<std::byte>(*buf), 0), stop.get_token());
+  stopper.join();
+  // The task resumed only after the original (cancelled) completion, so the kernel is done with buf.
+  buf.reset();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), absl::StatusCode::kCancelled) << n.status();
+  EXPECT_NE(n.status().message().find("read fd"), absl::string_view::npos) << n.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReactorTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
