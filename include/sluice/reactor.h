@@ -18,8 +18,9 @@
 //   file was opened) reports that result rather than CancelledError, so no fd is ever leaked. Sleep is
 //   cancellable promptly on both backends.
 // - Threading: Reactor methods may be called from any thread; the reactor is an Executor whose Execute(h)
-//   resumes `h` on the backend's thread. Destroying a reactor while operations are in flight is a bug
-//   (asserted in debug builds); the destructor waits for posted work to drain, then joins its threads.
+//   resumes `h` on the backend's thread. Never block on a reactor operation (SyncWait) from that thread.
+//   Destroying a reactor while operations are in flight is a bug (asserted in debug builds); release
+//   builds still let them finish (a pending Sleep runs out) before the destructor joins the threads.
 // - Backend choice: ReactorOptions::backend, else the environment variable SLUICE_IO_BACKEND
 //   (`uring` or `threads`), else io_uring, falling back to threads when io_uring_queue_init is refused
 //   (EPERM/ENOSYS in many containers); the fallback is reported once per process on stderr.
