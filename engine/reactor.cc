@@ -1,0 +1,110 @@
+// Reactor::Create (backend choice and fallback), DefaultReactor, and helpers shared by both backends.
+#include "sluice/reactor.h"
+
+#include <limits.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/thread_io_backend.h"
+#include "engine/uring_reactor.h"
+
+namespace sluice {
+namespace {
+
+// One line per process, whichever report comes first (a fallback in Create, or DefaultReactor's choice).
+void ReportOnce(const std::string& line) {
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true)) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+absl::StatusOr<std::optional<IoBackend>> BackendFromEnvironment() {
+  const char* value = std::getenv("SLUICE_IO_BACKEND");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string name(value);
+  if (name == "uring" || name == "io_uring") return std::optional<IoBackend>(IoBackend::kUring);
+  if (name == "threads") return std::optional<IoBackend>(IoBackend::kThreads);
+  return absl::InvalidArgumentError(
+      absl::StrCat("SLUICE_IO_BACKEND='", name, "': expected 'uring' or 'threads'"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Reactor>> Reactor::Create(ReactorOptions options) {
+  std::optional<IoBackend> backend = options.backend;
+  if (!backend.has_value()) {
+    absl::StatusOr<std::optional<IoBackend>> from_env = BackendFromEnvironment();
+    if (!from_env.ok()) return from_env.status();
+    backend = *from_env;
+  }
+  if (backend == IoBackend::kThreads) {
+    return std::unique_ptr<Reactor>(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
+  }
+  int init_errno = 0;
+  absl::StatusOr<std::unique_ptr<detail::UringReactor>> uring =
+      detail::UringReactor::Create(options.queue_depth, &init_errno);
+  if (uring.ok()) return std::unique_ptr<Reactor>(std::move(*uring));
+  // Forced io_uring, or a failure other than the ring being refused: the caller must hear about it.
+  if (backend == IoBackend::kUring || init_errno == 0) return uring.status();
+  ReportOnce(absl::StrCat("sluice: io_uring unavailable (", std::strerror(init_errno), "), using threads backend"));
+  return std::unique_ptr<Reactor>(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
+}
+
+Reactor& DefaultReactor() {
+  static Reactor* const reactor = [] {
+    absl::StatusOr<std::unique_ptr<Reactor>> created = Reactor::Create();
+    if (!created.ok()) {
+      // A bad SLUICE_IO_BACKEND or a forced io_uring that fails: the process still needs I/O.
+      ReportOnce(absl::StrCat("sluice: ", created.status().ToString(), "; using threads backend"));
+      ReactorOptions options;
+      options.backend = IoBackend::kThreads;
+      created = Reactor::Create(options);
+    }
+    ReportOnce(absl::StrCat("sluice: I/O backend ", std::string((*created)->backend_name())));
+    return created->release();  // intentionally never destroyed
+  }();
+  return *reactor;
+}
+
+namespace detail {
+
+IoVecCursor::IoVecCursor(std::vector<iovec> iov) : iov_(std::move(iov)) {
+  for (const iovec& v : iov_) total_ += v.iov_len;
+  // Leading empty entries would make the kernel return 0, which reads as end of file.
+  while (index_ < iov_.size() && iov_[index_].iov_len == 0) ++index_;
+}
+
+int IoVecCursor::count() const noexcept {
+  return static_cast<int>(std::min<size_t>(iov_.size() - index_, IOV_MAX));
+}
+
+void IoVecCursor::Advance(size_t n) noexcept {
+  n = std::min(n, remaining());
+  done_ += n;
+  while (n > 0 && index_ < iov_.size()) {
+    iovec& v = iov_[index_];
+    const size_t step = std::min(n, v.iov_len);
+    v.iov_base = static_cast<char*>(v.iov_base) + step;
+    v.iov_len -= step;
+    n -= step;
+    if (v.iov_len == 0) ++index_;
+  }
+  while (index_ < iov_.size() && iov_[index_].iov_len == 0) ++index_;
+}
+
+absl::Status IoErrorStatus(int error_number, std::string_view op, std::string_view what,
+                           std::optional<uint64_t> offset) {
+  std::string message = absl::StrCat(absl::string_view(op.data(), op.size()), " ",
+                                     absl::string_view(what.data(), what.size()));
+  if (offset.has_value()) absl::StrAppend(&message, " at offset ", *offset);
+  return absl::ErrnoToStatus(error_number, message);
+}
+
+}  // namespace detail
+}  // namespace sluice
