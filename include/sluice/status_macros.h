@@ -7,7 +7,7 @@
 // return type accepts an absl::Status.
 //
 //   Task<absl::StatusOr<int>> Size(Reactor& io, int fd) {
-//     SLUICE_CO_ASSIGN_OR_RETURN(FileStat st, co_await io.Statx(fd));
+//     SLUICE_CO_ASSIGN_OR_RETURN(FileStat st, co_await io.Stat(fd));
 //     co_return static_cast<int>(st.size);
 //   }
 #ifndef SLUICE_STATUS_MACROS_H_
