@@ -213,8 +213,10 @@ bool DecodeFeature(std::string_view feature, const FeatureScan& scan, const char
         if (f == kListValue && t == wire::kLengthDelimited) {
           std::string_view packed;
           if (!list.ReadBytes(&packed)) return Fail(list, error);
-          std::memcpy(p, packed.data(), packed.size());  // little-endian IEEE floats, as on the wire
-          p += packed.size() / 4;
+          if (!packed.empty()) {  // memcpy to a null `p` is UB even for zero bytes
+            std::memcpy(p, packed.data(), packed.size());  // little-endian IEEE floats, as on the wire
+            p += packed.size() / 4;
+          }
           continue;
         }
         if (f == kListValue && t == wire::kFixed32) {
@@ -257,6 +259,7 @@ bool DecodeOwned(std::string_view bytes, const char* origin, Feature* feature, W
   FeatureScan scan;
   if (!ScanFeature(bytes, origin, &scan, error)) return false;
   feature->kind = scan.kind;
+  if (scan.count == 0) return true;
   switch (scan.kind) {
     case FeatureKind::kNone:
       return true;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -528,6 +529,41 @@ TEST(ExampleParserTest, BatchErrorsNameTheRecord) {
   parsed = ParseExampleBatch(views, FloatSpec("x", 1));
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(parsed.status().message(), HasSubstr("Name: record 1"));
+}
+
+TEST(ExampleParserTest, EmptyPackedListsDecodeToNothing) {
+  const std::string record =
+      ExampleOf(EntryField("f", Field(2, Field(1, ""))) + EntryField("i", Field(3, Field(1, ""))));
+  absl::StatusOr<DecodedExample> decoded = DecodeExample(record);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->features.at("f"), Feature::Floats({}));
+  EXPECT_EQ(decoded->features.at("i"), Feature::Int64s({}));
+  ParseSpec spec;
+  spec.var.push_back({"f", DType::kFloat32});
+  spec.fixed.push_back({"i", DType::kInt64, Shape({0}), std::nullopt});
+  EXPECT_TRUE(ParseExample(record, spec).ok());
+}
+
+TEST(ExampleParserTest, ConcurrentParsesShareOneSpec) {
+  // The spec is read-only during parsing; TSan checks that nothing in it is written.
+  const ParseSpec spec = RichSpec();
+  const std::string record = RichRecord();
+  absl::StatusOr<ParsedExample> want = ParseExample(record, spec);
+  ASSERT_TRUE(want.ok());
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&spec, &record, &want, &failures, t] {
+      for (int i = 0; i < 200; ++i) {
+        absl::StatusOr<ParsedExample> got = ParseExample(record, spec);
+        if (!got.ok() || !(got->fixed[0] == want->fixed[0]) || !(got->var[0].values == want->var[0].values)) {
+          ++failures[static_cast<size_t>(t)];
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
 }
 
 // ---- SequenceExample -------------------------------------------------------------------------------------
