@@ -34,7 +34,6 @@ constexpr uint32_t kFeaturesFeature = 1;
 constexpr uint32_t kExampleFeatures = 1;
 constexpr uint32_t kSequenceContext = 1;
 constexpr uint32_t kSequenceFeatureLists = 2;
-constexpr uint32_t kFeatureListsFeatureList = 1;
 constexpr uint32_t kFeatureListFeature = 1;
 
 // Debian's Abseil has its own string_view; StrCat needs it.
@@ -337,34 +336,37 @@ bool ForEachField(std::string_view message, const char* origin, uint32_t wanted,
   return true;
 }
 
-// Spec keys in one array for lookup: fixed features first, then var.
+// Spec keys sorted by name for lookup, each with its output index (fixed features first, then var).
 class KeyTable {
  public:
   template <class Fixed, class Var>
   KeyTable(const std::vector<Fixed>& fixed, const std::vector<Var>& var) {
     keys_.reserve(fixed.size() + var.size());
-    for (const auto& f : fixed) keys_.push_back(f.key);
-    for (const auto& v : var) keys_.push_back(v.key);
+    for (const auto& f : fixed) keys_.push_back({f.key, static_cast<int>(keys_.size())});
+    for (const auto& v : var) keys_.push_back({v.key, static_cast<int>(keys_.size())});
+    std::sort(keys_.begin(), keys_.end());
   }
   size_t size() const { return keys_.size(); }
 
-  // Linear search starting after the previous hit: records written by one producer tend to repeat the
-  // same key order, making this one comparison per feature in the common case without hashing.
+  // Tries the entry after the previous hit first: writers emit map entries in a stable order (TFX and
+  // Python's protobuf sort them by key), so a record usually costs one comparison per feature; otherwise
+  // a binary search.
   int Find(std::string_view key) {
-    const size_t n = keys_.size();
-    for (size_t i = 0; i < n; ++i) {
-      size_t j = hint_ + i;
-      if (j >= n) j -= n;
-      if (keys_[j] == key) {
-        hint_ = j + 1 == n ? 0 : j + 1;
-        return static_cast<int>(j);
-      }
-    }
-    return -1;
+    if (hint_ < keys_.size() && keys_[hint_].key == key) return keys_[hint_++].index;
+    auto it = std::lower_bound(keys_.begin(), keys_.end(), key,
+                               [](const Key& k, std::string_view wanted) { return k.key < wanted; });
+    if (it == keys_.end() || it->key != key) return -1;
+    hint_ = static_cast<size_t>(it - keys_.begin()) + 1;
+    return it->index;
   }
 
  private:
-  std::vector<std::string_view> keys_;
+  struct Key {
+    std::string_view key;
+    int index;
+    friend bool operator<(const Key& a, const Key& b) { return a.key < b.key; }
+  };
+  std::vector<Key> keys_;
   size_t hint_ = 0;
 };
 

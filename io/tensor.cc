@@ -1,5 +1,6 @@
 #include "sluice/tensor.h"
 
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -127,56 +129,89 @@ std::string Shape::DebugString() const { return absl::StrCat("[", absl::StrJoin(
 
 namespace detail {
 
+// Layout of one allocation: [TensorBuffer header, padded to kAlignment][elements]. The block itself is
+// kAlignment-aligned, so the elements are too.
 class TensorBuffer {
  public:
-  // Numeric payloads are left uninitialised unless `zero`; strings are always constructed because
-  // their destructor must run.
-  TensorBuffer(DType dtype, size_t count, bool zero) : dtype_(dtype), count_(count) {
-    // Never allocate zero bytes so that data() is a real, aligned, non-null pointer even when empty.
-    bytes_ = count * DTypeSize(dtype);
-    data_ = ::operator new(bytes_ == 0 ? Tensor::kAlignment : bytes_, std::align_val_t{Tensor::kAlignment});
+  static constexpr size_t kHeaderBytes = Tensor::kAlignment;
+
+  // Numeric payloads are left uninitialised unless `zero`; strings are always constructed because their
+  // destructor must run.
+  static TensorBuffer* Allocate(DType dtype, size_t count, bool zero) {
+    const size_t bytes = count * DTypeSize(dtype);
+    void* block = ::operator new(kHeaderBytes + bytes, std::align_val_t{Tensor::kAlignment});
+    auto* buffer = new (block) TensorBuffer(dtype, count);
     if (dtype == DType::kString) {
-      auto* strings = static_cast<std::string*>(data_);
+      auto* strings = static_cast<std::string*>(buffer->data());
       for (size_t i = 0; i < count; ++i) new (strings + i) std::string();
-    } else if (zero && bytes_ > 0) {
-      std::memset(data_, 0, bytes_);
+    } else if (zero && bytes > 0) {
+      std::memset(buffer->data(), 0, bytes);
     }
+    return buffer;
   }
-  TensorBuffer(const TensorBuffer&) = delete;
-  TensorBuffer& operator=(const TensorBuffer&) = delete;
-  ~TensorBuffer() {
+
+  void* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
+
+  // Copies only need the count to stay above zero: relaxed suffices.
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+
+  // acq_rel: the release publishes this owner's writes to the elements; the acquire by the last owner
+  // makes every other owner's writes visible before the elements are destroyed.
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (dtype_ == DType::kString) {
-      auto* strings = static_cast<std::string*>(data_);
+      auto* strings = static_cast<std::string*>(data());
       for (size_t i = 0; i < count_; ++i) strings[i].~basic_string();
     }
-    ::operator delete(data_, std::align_val_t{Tensor::kAlignment});
+    this->~TensorBuffer();
+    ::operator delete(static_cast<void*>(this), std::align_val_t{Tensor::kAlignment});
   }
 
-  void* data() const { return data_; }
-
  private:
+  TensorBuffer(DType dtype, size_t count) : dtype_(dtype), count_(count) {}
+  ~TensorBuffer() = default;
+
+  std::atomic<int64_t> refs_{1};
   DType dtype_;
   size_t count_;
-  size_t bytes_ = 0;
-  void* data_ = nullptr;
 };
+
+static_assert(sizeof(TensorBuffer) <= TensorBuffer::kHeaderBytes);
 
 }  // namespace detail
 
 Tensor::Tensor() : shape_({0}) {}
 
-Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<detail::TensorBuffer> buffer, size_t offset)
-    : dtype_(dtype),
-      shape_(std::move(shape)),
-      num_elements_(shape_.num_elements()),
-      buffer_(std::move(buffer)),
-      offset_(offset) {}
+Tensor::Tensor(DType dtype, Shape shape, detail::TensorBuffer* buffer, size_t offset)
+    : dtype_(dtype), shape_(std::move(shape)), num_elements_(shape_.num_elements()), buffer_(buffer), offset_(offset) {}
+
+Tensor::Tensor(const Tensor& other)
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
+      buffer_(other.buffer_),
+      offset_(other.offset_) {
+  if (buffer_ != nullptr) buffer_->Ref();
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) {
+    if (other.buffer_ != nullptr) other.buffer_->Ref();
+    if (buffer_ != nullptr) buffer_->Unref();
+    dtype_ = other.dtype_;
+    shape_ = other.shape_;
+    num_elements_ = other.num_elements_;
+    buffer_ = other.buffer_;
+    offset_ = other.offset_;
+  }
+  return *this;
+}
 
 Tensor::Tensor(Tensor&& other) noexcept
     : dtype_(other.dtype_),
       shape_(std::move(other.shape_)),
       num_elements_(other.num_elements_),
-      buffer_(std::move(other.buffer_)),
+      buffer_(std::exchange(other.buffer_, nullptr)),
       offset_(other.offset_) {
   // Leave the source a valid empty tensor rather than one whose shape and element count disagree.
   other.shape_ = Shape({0});
@@ -186,10 +221,11 @@ Tensor::Tensor(Tensor&& other) noexcept
 
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
   if (this != &other) {
+    if (buffer_ != nullptr) buffer_->Unref();
     dtype_ = other.dtype_;
     shape_ = std::move(other.shape_);
     num_elements_ = other.num_elements_;
-    buffer_ = std::move(other.buffer_);
+    buffer_ = std::exchange(other.buffer_, nullptr);
     offset_ = other.offset_;
     other.shape_ = Shape({0});
     other.num_elements_ = 0;
@@ -198,20 +234,33 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   return *this;
 }
 
-Tensor::~Tensor() = default;
+Tensor::~Tensor() {
+  if (buffer_ != nullptr) buffer_->Unref();
+}
+
+namespace {
+
+// Shapes whose byte size would overflow size_t count as invalid too.
+bool AllocatableShape(DType dtype, const Shape& shape) {
+  if (!shape.IsValid()) return false;
+  const uint64_t count = static_cast<uint64_t>(shape.num_elements());
+  return count <= (std::numeric_limits<size_t>::max() - 2 * Tensor::kAlignment) / DTypeSize(dtype);
+}
+
+}  // namespace
 
 Tensor Tensor::Empty(DType dtype, Shape shape) {
-  if (!shape.IsValid()) shape = Shape({0});
+  if (!AllocatableShape(dtype, shape)) shape = Shape({0});
   const size_t count = static_cast<size_t>(shape.num_elements());
-  auto buffer = std::make_shared<detail::TensorBuffer>(dtype, count, /*zero=*/false);
-  return Tensor(dtype, std::move(shape), std::move(buffer), 0);
+  detail::TensorBuffer* buffer = detail::TensorBuffer::Allocate(dtype, count, /*zero=*/false);
+  return Tensor(dtype, std::move(shape), buffer, 0);
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
-  if (!shape.IsValid()) shape = Shape({0});
+  if (!AllocatableShape(dtype, shape)) shape = Shape({0});
   const size_t count = static_cast<size_t>(shape.num_elements());
-  auto buffer = std::make_shared<detail::TensorBuffer>(dtype, count, /*zero=*/true);
-  return Tensor(dtype, std::move(shape), std::move(buffer), 0);
+  detail::TensorBuffer* buffer = detail::TensorBuffer::Allocate(dtype, count, /*zero=*/true);
+  return Tensor(dtype, std::move(shape), buffer, 0);
 }
 
 void* Tensor::raw_data() const {
@@ -238,6 +287,7 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t start, int64_t limit) const {
   dims[0] = limit - start;
   const int64_t row_elements = rows == 0 ? 0 : num_elements_ / rows;
   const size_t offset = offset_ + static_cast<size_t>(start * row_elements) * DTypeSize(dtype_);
+  if (buffer_ != nullptr) buffer_->Ref();  // the view owns its own reference
   return Tensor(dtype_, Shape(std::move(dims)), buffer_, offset);
 }
 
@@ -249,7 +299,9 @@ absl::StatusOr<Tensor> Tensor::SubTensor(int64_t index) const {
         absl::StrCat("Tensor::SubTensor: index ", index, " is outside dim 0 of size ", shape_.dim(0)));
   }
   std::vector<int64_t> dims(shape_.dims().begin() + 1, shape_.dims().end());
-  return Tensor(dtype_, Shape(std::move(dims)), row->buffer_, row->offset_);
+  Tensor& view = *row;
+  view.shape_ = Shape(std::move(dims));
+  return std::move(view);
 }
 
 absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
@@ -258,7 +310,9 @@ absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
                                                    " elements of shape ", shape_.DebugString(), " as shape ",
                                                    shape.DebugString()));
   }
-  return Tensor(dtype_, std::move(shape), buffer_, offset_);
+  Tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
 }
 
 Tensor Tensor::Clone() const {

@@ -26,7 +26,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -115,7 +114,8 @@ class Shape {
 };
 
 namespace detail {
-// The shared, 64-byte aligned allocation behind one or more Tensors.
+// The shared, 64-byte aligned allocation behind one or more Tensors: an intrusive reference count and the
+// elements in one block, so making a tensor costs one allocation.
 class TensorBuffer;
 }  // namespace detail
 
@@ -150,8 +150,8 @@ class Tensor {
     return t;
   }
 
-  Tensor(const Tensor&) = default;
-  Tensor& operator=(const Tensor&) = default;
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
   Tensor(Tensor&& other) noexcept;
   Tensor& operator=(Tensor&& other) noexcept;
   ~Tensor();
@@ -203,13 +203,14 @@ class Tensor {
   std::string DebugString(size_t max_entries = 16) const;
 
  private:
-  Tensor(DType dtype, Shape shape, std::shared_ptr<detail::TensorBuffer> buffer, size_t offset);
+  // Takes over one reference to `buffer`.
+  Tensor(DType dtype, Shape shape, detail::TensorBuffer* buffer, size_t offset);
   void CheckType(DType requested) const;
 
   DType dtype_ = DType::kFloat32;
   Shape shape_;
   int64_t num_elements_ = 0;
-  std::shared_ptr<detail::TensorBuffer> buffer_;
+  detail::TensorBuffer* buffer_ = nullptr;  // owns one reference; null for a default tensor
   size_t offset_ = 0;  // byte offset of this view inside buffer_
 };
 

@@ -1,9 +1,11 @@
 #include "sluice/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,6 +80,39 @@ TEST(TensorTest, DefaultTensorIsEmpty) {
   EXPECT_EQ(t.num_elements(), 0);
   EXPECT_EQ(t.raw_data(), nullptr);
   EXPECT_FALSE(t.SharesBufferWith(t));
+  absl::StatusOr<Tensor> slice = t.Slice(0, 0);
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ(slice->num_elements(), 0);
+  EXPECT_TRUE(t.Reshape(Shape({0, 5})).ok());
+  Tensor copy = t;
+  copy = Tensor::Zeros(DType::kInt32, Shape({2}));
+  copy = t;
+  EXPECT_EQ(copy.raw_data(), nullptr);
+}
+
+TEST(TensorTest, HugeShapeBecomesEmptyInsteadOfOverflowing) {
+  Tensor t = Tensor::Empty(DType::kString, Shape({int64_t{1} << 60}));
+  EXPECT_EQ(t.num_elements(), 0);
+}
+
+TEST(TensorTest, CopiesAcrossThreadsKeepTheBufferAlive) {
+  // The reference count is shared by threads that copy and drop views; TSan checks the ordering.
+  Tensor t = Tensor::FromVector<std::string>({"a", "b", "c", "d"});
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int i = 0; i < 4; ++i) {
+    Tensor mine = t;
+    threads.emplace_back([mine = std::move(mine), i, &bad]() mutable {
+      for (int k = 0; k < 1000; ++k) {
+        Tensor view = *mine.SubTensor(i);
+        Tensor copy = view;
+        if (copy.data<std::string>()[0].size() != 1) bad.fetch_add(1);
+      }
+    });
+  }
+  t = Tensor();
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 TEST(TensorTest, FromVectorAndScalar) {
