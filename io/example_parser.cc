@@ -348,6 +348,16 @@ class KeyTable {
   }
   size_t size() const { return keys_.size(); }
 
+  absl::Status CheckUnique() const {
+    for (size_t i = 1; i < keys_.size(); ++i) {
+      if (keys_[i].key == keys_[i - 1].key) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Parse spec: feature key '", Av(keys_[i].key), "' is used twice"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Tries the entry after the previous hit first: writers emit map entries in a stable order (TFX and
   // Python's protobuf sort them by key), so a record usually costs one comparison per feature; otherwise
   // a binary search.
@@ -633,37 +643,22 @@ absl::Status CheckDType(std::string_view key, DType dtype) {
   return absl::OkStatus();
 }
 
-absl::Status CheckUniqueKeys(std::vector<std::string_view> keys) {
-  std::sort(keys.begin(), keys.end());
-  for (size_t i = 1; i < keys.size(); ++i) {
-    if (keys[i] == keys[i - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature key '", Av(keys[i]), "' is used twice"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateSequenceSpec(const SequenceParseSpec& spec) {
-  std::vector<std::string_view> keys;
+// Dtype, shape and default checks; key uniqueness is KeyTable::CheckUnique (it already sorts the keys).
+absl::Status CheckFeatures(const SequenceParseSpec& spec) {
   for (const FixedLenSequenceFeature& f : spec.fixed) {
     if (absl::Status s = CheckDType(f.key, f.dtype); !s.ok()) return s;
     if (!f.shape.IsValid()) {
       return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature list '", Av(f.key), "' has invalid shape ",
                                                      f.shape.DebugString()));
     }
-    keys.push_back(f.key);
   }
   for (const VarLenFeature& v : spec.var) {
     if (absl::Status s = CheckDType(v.key, v.dtype); !s.ok()) return s;
-    keys.push_back(v.key);
   }
-  return CheckUniqueKeys(std::move(keys));
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateParseSpec(const ParseSpec& spec) {
-  std::vector<std::string_view> keys;
+absl::Status CheckFeatures(const ParseSpec& spec) {
   for (const FixedLenFeature& f : spec.fixed) {
     if (absl::Status s = CheckDType(f.key, f.dtype); !s.ok()) return s;
     if (!f.shape.IsValid()) {
@@ -678,19 +673,25 @@ absl::Status ValidateParseSpec(const ParseSpec& spec) {
             d.shape().DebugString(), " but the feature is ", Av(DTypeName(f.dtype)), f.shape.DebugString()));
       }
     }
-    keys.push_back(f.key);
   }
   for (const VarLenFeature& v : spec.var) {
     if (absl::Status s = CheckDType(v.key, v.dtype); !s.ok()) return s;
-    keys.push_back(v.key);
   }
-  return CheckUniqueKeys(std::move(keys));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateParseSpec(const ParseSpec& spec) {
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
+  return KeyTable(spec.fixed, spec.var).CheckUnique();
 }
 
 absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
                                            std::string_view record_name) {
-  if (absl::Status s = ValidateParseSpec(spec); !s.ok()) return s;
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
   KeyTable keys(spec.fixed, spec.var);
+  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
   std::vector<std::string_view> slots(keys.size());
   if (absl::Status s = CollectExample(serialized, keys, slots, record_name); !s.ok()) return s;
 
@@ -717,13 +718,14 @@ absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const Pa
 
 absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
                                                 const ParseSpec& spec, std::span<const std::string> names) {
-  if (absl::Status s = ValidateParseSpec(spec); !s.ok()) return s;
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
   if (!names.empty() && names.size() != serialized.size()) {
     return absl::InvalidArgumentError(absl::StrCat("ParseExampleBatch: ", names.size(), " names for ",
                                                    serialized.size(), " records"));
   }
   const int64_t batch = static_cast<int64_t>(serialized.size());
   KeyTable keys(spec.fixed, spec.var);
+  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
   std::vector<std::string_view> slots(keys.size());
 
   ParsedExample out;
@@ -770,10 +772,12 @@ absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view seri
                                                            const ParseSpec& context_spec,
                                                            const SequenceParseSpec& sequence_spec,
                                                            std::string_view record_name) {
-  if (absl::Status s = ValidateParseSpec(context_spec); !s.ok()) return s;
-  if (absl::Status s = ValidateSequenceSpec(sequence_spec); !s.ok()) return s;
+  if (absl::Status s = CheckFeatures(context_spec); !s.ok()) return s;
+  if (absl::Status s = CheckFeatures(sequence_spec); !s.ok()) return s;
   KeyTable context_keys(context_spec.fixed, context_spec.var);
   KeyTable list_keys(sequence_spec.fixed, sequence_spec.var);
+  if (absl::Status s = context_keys.CheckUnique(); !s.ok()) return s;
+  if (absl::Status s = list_keys.CheckUnique(); !s.ok()) return s;
   std::vector<std::string_view> context_slots(context_keys.size());
   std::vector<std::string_view> list_slots(list_keys.size());
 

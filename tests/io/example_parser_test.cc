@@ -637,6 +637,11 @@ TEST(ExampleParserTest, SequenceExampleErrors) {
   EXPECT_EQ(ParseSequenceExample(record, no_context, bad_dtype).status().code(),
             absl::StatusCode::kInvalidArgument);
 
+  SequenceParseSpec duplicate;
+  duplicate.fixed.push_back({"f", DType::kFloat32, Shape({1}), false});
+  duplicate.var.push_back({"f", DType::kFloat32});
+  EXPECT_THAT(ParseSequenceExample(record, no_context, duplicate).status().message(), HasSubstr("used twice"));
+
   const std::string truncated = record.substr(0, record.size() - 1);
   EXPECT_EQ(ParseSequenceExample(truncated, no_context, count).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(DecodeSequenceExample(truncated).status().code(), absl::StatusCode::kDataLoss);
