@@ -766,6 +766,23 @@ TEST(ExampleParserTest, TorchdataSequenceExamplesMatchSidecar) {
         }
       }
     }
+    // Every prefix of a real record is an error or a parse that agrees with the full one.
+    if (i == 0) {
+      for (size_t n = 0; n < record.size(); ++n) {
+        ExactBuffer prefix(std::string_view(record).substr(0, n));
+        absl::StatusOr<DecodedSequenceExample> partial = DecodeSequenceExample(prefix.view());
+        if (partial.ok()) {
+          for (const auto& [key, feature] : partial->context) EXPECT_EQ(feature, decoded->context.at(key)) << n;
+          for (const auto& [key, steps] : partial->feature_lists) {
+            EXPECT_EQ(steps, decoded->feature_lists.at(key)) << n;
+          }
+        }
+        absl::StatusOr<ParsedSequenceExample> partial_parse = ParseSequenceExample(prefix.view(), context, seq);
+        if (partial_parse.ok()) {
+          EXPECT_EQ(partial_parse->sequence.fixed[0], parsed->sequence.fixed[0]) << n;
+        }
+      }
+    }
     // A SequenceExample read as an Example has no field-1 Features map of the same shape: the context is
     // field 1, so it decodes as the context features.
     absl::StatusOr<DecodedExample> as_example = DecodeExample(record);
