@@ -15,7 +15,10 @@
 #define SLUICE_DATASET_H_
 
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -30,11 +33,16 @@
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/filter.h"
 #include "sluice/ops/from_vector.h"
+#include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
 #include "sluice/ops/repeat.h"
+#include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"
+#include "sluice/ops/take_while.h"
+#include "sluice/ops/unbatch.h"
+#include "sluice/ops/zip_concatenate.h"
 #include "sluice/options.h"
 #include "sluice/thread_pool.h"
 
@@ -104,9 +112,62 @@ class Dataset {
 
   Dataset<T> Prefetch(int64_t buffer_size) const { return Dataset<T>(ops::MakePrefetch<T>(node_, buffer_size)); }
 
+  // seed unset: a random seed drawn now. See sluice/ops/shuffle.h.
+  Dataset<T> Shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
+                     bool reshuffle_each_iteration = true) const {
+    return Dataset<T>(ops::MakeShuffle<T>(node_, buffer_size, seed, reshuffle_each_iteration));
+  }
+
+  // f: T -> Dataset<U> (or absl::StatusOr<Dataset<U>>). cycle_length kAutotune = the machine's cores.
+  template <class F>
+  auto Interleave(F f, int64_t cycle_length = kAutotune, int64_t block_length = 1,
+                  std::string name = "<function>") const {
+    using Node = ops::InterleaveNode<T, F>;
+    using U = typename Node::U;
+    if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    if (cycle_length <= 0 || block_length <= 0) {
+      return Dataset<U>(ops::MakeErrorSource<U>(
+          "Interleave", absl::InvalidArgumentError(absl::StrCat("Interleave: cycle_length (", cycle_length,
+                                                                ") and block_length (", block_length,
+                                                                ") must be > 0"))));
+    }
+    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), std::move(name), cycle_length,
+                                             block_length));
+  }
+
+  // Interleave(f, 1, 1): each sub-dataset in full, in input order.
+  template <class F>
+  auto FlatMap(F f, std::string name = "<function>") const {
+    using Node = ops::InterleaveNode<T, F>;
+    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f), std::move(name), 1, 1));
+  }
+
+  template <class P>
+  Dataset<T> TakeWhile(P predicate, std::string name = "<function>") const {
+    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate), std::move(name)));
+  }
+
+  Dataset<T> Concatenate(const Dataset<T>& other) const {
+    return Dataset<T>(std::make_shared<ops::ConcatenateNode<T>>(node_, other.node()));
+  }
+
+  // For a Dataset<std::vector<U>>: the vectors' elements, in order.
+  auto Unbatch() const
+    requires requires { typename T::value_type; } && std::is_same_v<T, std::vector<typename T::value_type>>
+  {
+    using U = typename T::value_type;
+    return Dataset<U>(std::make_shared<ops::UnbatchNode<U>>(node_));
+  }
+
  private:
   NodePtr<T> node_;
 };
+
+// Pairs of elements until the shorter dataset ends.
+template <class A, class B>
+Dataset<std::pair<A, B>> Zip(const Dataset<A>& a, const Dataset<B>& b) {
+  return Dataset<std::pair<A, B>>(std::make_shared<ops::ZipNode<A, B>>(a.node(), b.node()));
+}
 
 // Range(stop) = Range(0, stop, 1), as tf.data.Dataset.range.
 inline Dataset<int64_t> Range(int64_t start, int64_t stop, int64_t step = 1) {

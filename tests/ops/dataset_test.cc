@@ -1,5 +1,6 @@
 #include "sluice/dataset.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -283,6 +284,117 @@ TEST(DatasetTest, OneDefinitionManyConcurrentIterators) {
   }
   for (auto& t : threads) t.join();
   for (int64_t s : sums) EXPECT_EQ(s, 3 * 1999 * 2000 / 2);
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+std::vector<int64_t> Sorted(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(ShuffleTest, PermutationReproducibleBySeed) {
+  auto ds = Range(100).Shuffle(10, 42, /*reshuffle_each_iteration=*/false);
+  std::vector<int64_t> a = Values(ds);
+  std::vector<int64_t> b = Values(ds);
+  EXPECT_EQ(Sorted(a), Iota(0, 100));
+  EXPECT_EQ(a, b);  // same seed, no reshuffle: same order every pass
+  EXPECT_NE(a, Iota(0, 100));
+  EXPECT_EQ(Values(Range(100).Shuffle(10, 42, false)), a);  // an equal definition gives the same order
+  EXPECT_NE(Values(Range(100).Shuffle(10, 43, false)), a);
+  EXPECT_EQ(ds.Cardinality(), 100);
+}
+
+TEST(ShuffleTest, BufferBoundsHowFarAnElementMoves) {
+  // With buffer_size b, output i can only be an input element < i + b.
+  std::vector<int64_t> out = Values(Range(1000).Shuffle(5, 7));
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_LT(out[i], static_cast<int64_t>(i) + 5);
+  EXPECT_EQ(Values(Range(50).Shuffle(1, 3)), Iota(0, 50));  // buffer 1 is the identity
+}
+
+TEST(ShuffleTest, ReshuffleEachIterationChangesOrderPerEpochAndKeepsEpochsApart) {
+  auto ds = Range(20).Shuffle(20, 9, /*reshuffle_each_iteration=*/true).Repeat(3);
+  std::vector<int64_t> all = Values(ds);
+  ASSERT_EQ(all.size(), 60u);
+  std::vector<int64_t> e0(all.begin(), all.begin() + 20), e1(all.begin() + 20, all.begin() + 40),
+      e2(all.begin() + 40, all.end());
+  EXPECT_EQ(Sorted(e0), Iota(0, 20));  // an epoch is drained before the next begins
+  EXPECT_EQ(Sorted(e1), Iota(0, 20));
+  EXPECT_EQ(Sorted(e2), Iota(0, 20));
+  EXPECT_NE(e0, e1);
+  EXPECT_NE(e1, e2);
+  auto fixed = Values(Range(20).Shuffle(20, 9, /*reshuffle_each_iteration=*/false).Repeat(2));
+  EXPECT_EQ(std::vector<int64_t>(fixed.begin(), fixed.begin() + 20), std::vector<int64_t>(fixed.begin() + 20, fixed.end()));
+}
+
+TEST(ShuffleTest, BadBufferSize) {
+  auto got = Collect(Range(5).Shuffle(0));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(InterleaveTest, CycleAndBlockOrderAsTfData) {
+  // tf.data's documented example: range(1, 6).interleave(lambda x: repeat(x, 6), cycle_length=2,
+  // block_length=4) gives 1111 2222 11 22 3333 4444 33 44 5555 55.
+  auto ds = Range(1, 6).Interleave(
+      [](int64_t x) { return Range(6).Map([x](int64_t) { return x; }); }, 2, 4);
+  std::vector<int64_t> expected = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                   3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+  EXPECT_EQ(Values(ds), expected);
+  EXPECT_EQ(ds.Cardinality(), kUnknownCardinality);
+}
+
+TEST(InterleaveTest, CycleOneEqualsFlatMap) {
+  auto f = [](int64_t x) { return Range(x); };
+  EXPECT_EQ(Values(Range(5).Interleave(f, 1, 3)), Values(Range(5).FlatMap(f)));
+  EXPECT_EQ(Values(Range(4).FlatMap(f)), (std::vector<int64_t>{0, 0, 1, 0, 1, 2}));
+}
+
+TEST(InterleaveTest, ErrorsAndBadArguments) {
+  auto ds = Range(3).Interleave(
+      [](int64_t x) -> absl::StatusOr<Dataset<int64_t>> {
+        if (x == 1) return absl::NotFoundError("no such shard");
+        return Range(2);
+      },
+      3, 1);
+  auto got = Collect(ds);
+  int errors = 0;
+  for (auto& x : got) errors += x.ok() ? 0 : 1;
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ(got.size(), 5u);
+  auto bad = Collect(Range(3).Interleave([](int64_t) { return Range(1); }, 0, 1));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(InterleaveTest, SubDatasetsMayBeAsync) {
+  auto ds = Range(4).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3).Prefetch(2); }, 2, 1);
+  EXPECT_EQ(Values(ds), (std::vector<int64_t>{0, 10, 1, 11, 2, 12, 20, 30, 21, 31, 22, 32}));
+}
+
+TEST(ZipConcatenateTest, ZipStopsAtShortest) {
+  auto got = Values(Zip(Range(5), FromVector<std::string>({"a", "b", "c"})));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2], (std::pair<int64_t, std::string>(2, "c")));
+  EXPECT_EQ(Zip(Range(5), Range(3)).Cardinality(), 3);
+  EXPECT_EQ(Zip(Range(5), Range(3).Repeat()).Cardinality(), 5);
+  EXPECT_EQ(Zip(Range(5).Repeat(), Range(3).Repeat()).Cardinality(), kInfiniteCardinality);
+}
+
+TEST(ZipConcatenateTest, ConcatenateInOrder) {
+  auto ds = Range(3).Concatenate(Range(10, 12));
+  EXPECT_EQ(Values(ds), (std::vector<int64_t>{0, 1, 2, 10, 11}));
+  EXPECT_EQ(ds.Cardinality(), 5);
+  EXPECT_EQ(Range(3).Concatenate(Range(1).Repeat()).Cardinality(), kInfiniteCardinality);
+}
+
+TEST(TakeWhileUnbatchTest, Basics) {
+  EXPECT_EQ(Values(Range(10).TakeWhile([](const int64_t& x) { return x < 4; })), Iota(0, 4));
+  EXPECT_EQ(Values(Range(7).Batch(3).Unbatch()), Iota(0, 7));
 }
 
 }  // namespace

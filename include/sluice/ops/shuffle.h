@@ -1,0 +1,128 @@
+// Shuffle(buffer_size, seed, reshuffle_each_iteration), as tf.data.Dataset.shuffle:
+// - Fills a buffer with the first buffer_size elements, then repeatedly emits a uniformly chosen buffered
+//   element and puts the next input element in its place; once the input ends the buffer drains in
+//   random order. buffer_size 1 is the identity; buffer_size >= the input's size is a full shuffle.
+// - Every element comes out exactly once per pass (errors too, as elements).
+// - seed: the same seed gives the same orders (sluice's generator, not TensorFlow's Philox, so the
+//   orders are not TensorFlow's). Without a seed, a random one is drawn when the dataset is defined.
+// - reshuffle_each_iteration (default true): each new pass over this dataset (each epoch of a Repeat,
+//   each MakeIterator) gets a different order; false gives every pass the same order. Placed before
+//   Repeat, an epoch's elements are all emitted before the next epoch's.
+// - buffer_size <= 0 is InvalidArgument. Cardinality: the input's.
+#ifndef SLUICE_OPS_SHUFFLE_H_
+#define SLUICE_OPS_SHUFFLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+
+namespace sluice::ops {
+
+// splitmix64: a small, fast, well-mixed generator; reproducible on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n) without modulo bias (Lemire's multiply-shift with rejection).
+  uint64_t Uniform(uint64_t n) {
+    for (;;) {
+      unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
+      uint64_t low = static_cast<uint64_t>(m);
+      if (low >= n || low >= (-n) % n) return static_cast<uint64_t>(m >> 64);
+    }
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t RandomSeed();  // ops/shuffle.cc: a nondeterministic seed for unseeded shuffles
+
+template <class T>
+class ShuffleNode final : public Node<T> {
+ public:
+  ShuffleNode(NodePtr<T> input, int64_t buffer_size, uint64_t seed, bool seeded, bool reshuffle)
+      : input_(std::move(input)), buffer_size_(buffer_size), seed_(seed), seeded_(seeded), reshuffle_(reshuffle) {}
+  std::string_view op_name() const override { return "Shuffle"; }
+  std::vector<Param> params() const override {
+    std::vector<Param> p{{"buffer_size", buffer_size_}, {"reshuffle_each_iteration", reshuffle_}};
+    if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+    return p;
+  }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    // The pass counter is the one piece of state a definition carries: tf.data's seed generator.
+    uint64_t pass = reshuffle_ ? passes_->fetch_add(1, std::memory_order_relaxed) : 0;
+    SplitMix64 mix(seed_ ^ (pass * 0xd1b54a32d192ed03ULL));
+    return std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_, mix.Next());
+  }
+
+ private:
+  class ShuffleStream final : public Stream<T> {
+   public:
+    ShuffleStream(std::unique_ptr<Stream<T>> input, int64_t buffer_size, uint64_t seed)
+        : input_(std::move(input)), buffer_size_(static_cast<size_t>(buffer_size)), rng_(seed) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      while (!input_done_ && buffer_.size() < buffer_size_) {
+        PollState state = input_->Poll(&in_);
+        if (state == PollState::kPending) return state;
+        if (state == PollState::kEnd) {
+          input_done_ = true;
+          input_.reset();
+          break;
+        }
+        buffer_.push_back(std::move(in_));
+      }
+      if (buffer_.empty()) return PollState::kEnd;
+      size_t pick = static_cast<size_t>(rng_.Uniform(buffer_.size()));
+      *out = std::move(buffer_[pick]);
+      // The emptied slot takes the last element; the next Poll refills from the input.
+      if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
+      buffer_.pop_back();
+      return PollState::kReady;
+    }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    size_t buffer_size_;
+    SplitMix64 rng_;
+    std::vector<absl::StatusOr<T>> buffer_;
+    absl::StatusOr<T> in_;
+    bool input_done_ = false;
+  };
+
+  NodePtr<T> input_;
+  int64_t buffer_size_;
+  uint64_t seed_;
+  bool seeded_;
+  bool reshuffle_;
+  std::shared_ptr<std::atomic<uint64_t>> passes_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+template <class T>
+NodePtr<T> MakeShuffle(NodePtr<T> input, int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle) {
+  if (buffer_size <= 0) {
+    return MakeErrorSource<T>("Shuffle", absl::InvalidArgumentError(
+                                             absl::StrCat("Shuffle: buffer_size must be > 0, got ", buffer_size)));
+  }
+  return std::make_shared<ShuffleNode<T>>(std::move(input), buffer_size, seed ? *seed : RandomSeed(),
+                                          seed.has_value(), reshuffle);
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_SHUFFLE_H_

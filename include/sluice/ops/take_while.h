@@ -1,0 +1,64 @@
+// TakeWhile(predicate): elements while predicate(x) is true; ends at the first false. An input error, or
+// the predicate failing, is yielded as an element and the stream goes on. Cardinality: unknown.
+#ifndef SLUICE_OPS_TAKE_WHILE_H_
+#define SLUICE_OPS_TAKE_WHILE_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/user_function.h"
+
+namespace sluice::ops {
+
+template <class T, class P>
+class TakeWhileNode final : public Node<T> {
+ public:
+  TakeWhileNode(NodePtr<T> input, P predicate, std::string function_name)
+      : input_(std::move(input)), predicate_(std::move(predicate)), function_name_(std::move(function_name)) {}
+  std::string_view op_name() const override { return "TakeWhile"; }
+  std::vector<Param> params() const override { return {{"predicate", function_name_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return kUnknownCardinality; }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<TakeWhileStream>(input_->MakeStream(std::move(context)), predicate_);
+  }
+
+ private:
+  class TakeWhileStream final : public Stream<T> {
+   public:
+    TakeWhileStream(std::unique_ptr<Stream<T>> input, P predicate)
+        : input_(std::move(input)), predicate_(std::move(predicate)) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      if (!input_) return PollState::kEnd;
+      PollState state = input_->Poll(out);
+      if (state != PollState::kReady) return state;
+      int64_t index = index_++;
+      if (!out->ok()) return PollState::kReady;
+      absl::StatusOr<bool> keep = InvokeUserFunction("TakeWhile", index, predicate_, std::as_const(**out));
+      if (!keep.ok()) {
+        *out = keep.status();
+        return PollState::kReady;
+      }
+      if (*keep) return PollState::kReady;
+      input_.reset();
+      return PollState::kEnd;
+    }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    P predicate_;
+    int64_t index_ = 0;
+  };
+
+  NodePtr<T> input_;
+  P predicate_;
+  std::string function_name_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_TAKE_WHILE_H_
