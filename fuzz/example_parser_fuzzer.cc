@@ -452,12 +452,14 @@ void CheckStaticSpecs(std::string_view record) {
 
   // Batch of three; the middle record is truncated unless the record is tiny.
   const std::string_view records[3] = {record, record.substr(0, record.size() / 2), record};
-  absl::StatusOr<ParsedExample> batch = sluice::ParseExampleBatch(records, *spec);
+  const std::string names[3] = {"first", "half", "last"};
+  absl::StatusOr<ParsedExample> batch = sluice::ParseExampleBatch(records, *spec, names);
   if (batch.ok()) {
     CheckParsedShapes(*batch, *spec, 3);
     FUZZ_CHECK(parsed.ok());  // the whole record is in the batch
   } else {
     CheckFailure(batch.status());
+    FUZZ_CHECK(!parsed.ok() || batch.status().message().find("half") != std::string_view::npos);
   }
 
   absl::StatusOr<sluice::ParsedSequenceExample> sequence =

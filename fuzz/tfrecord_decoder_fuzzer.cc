@@ -146,6 +146,9 @@ Run RunDecoder(Compression compression, const TFRecordParserOptions& options, ui
   }
   if (!run.truncated) run.finish = decoder.Finish();
   run.skipped = decoder.parser().skipped_records();
+  size_t records = 0;
+  for (const Event& e : run.events) records += e.is_record ? 1 : 0;
+  FUZZ_CHECK(decoder.parser().records_returned() == records);
   if (run.sticky) FUZZ_CHECK(!run.finish.ok());
   return run;
 }
