@@ -125,6 +125,9 @@ class Channel {
 
   // A value; std::nullopt once closed and drained; Cancelled if stop is requested first.
   PopAwaiter Pop() { return PopAwaiter(this, executor_); }
+  // The same, resuming a woken popper through `resume_on` instead of the channel's executor (a stage
+  // whose producer must not run its consumer inline, say).
+  PopAwaiter Pop(Executor* resume_on) { return PopAwaiter(this, resume_on); }
 
   // Blocking forms for plain threads (never from a coroutine: they block the thread). Same results.
   absl::Status PushBlocking(T value, std::stop_token stop = {}) {

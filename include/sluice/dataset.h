@@ -1,0 +1,126 @@
+// Dataset<T>: an immutable, cheap-to-copy description of a stream of T. Every op returns a new Dataset;
+// nothing runs until MakeIterator(), and every iterator starts from the beginning.
+//
+// Elements are ordinary C++ values. Semantics follow tf.data's documentation op by op (see each header
+// in sluice/ops/). Argument errors (Batch(0), Shard(0, 0), Range step 0) cannot be thrown from a chain of
+// builders, so such a dataset yields the InvalidArgument error as its one element.
+//
+//   Dataset<int64_t> ds = Range(100).Filter([](int64_t x) { return x % 2 == 0; }).Map([](int64_t x) {
+//     return x * x;
+//   });
+//   Iterator<int64_t> it = ds.MakeIterator();
+//   for (absl::StatusOr<int64_t> x : it) { ... }          // plain thread
+//   while (true) { auto x = co_await it.Next(); ... }     // coroutine
+#ifndef SLUICE_DATASET_H_
+#define SLUICE_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/cardinality.h"
+#include "sluice/iterator.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/batch.h"
+#include "sluice/ops/enumerate_shard.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/filter.h"
+#include "sluice/ops/from_vector.h"
+#include "sluice/ops/map.h"
+#include "sluice/ops/prefetch.h"
+#include "sluice/ops/range.h"
+#include "sluice/ops/repeat.h"
+#include "sluice/ops/take_skip.h"
+#include "sluice/options.h"
+#include "sluice/thread_pool.h"
+
+namespace sluice {
+
+using ops::kAutotune;
+
+template <class T>
+class Dataset {
+ public:
+  using element_type = T;
+
+  explicit Dataset(NodePtr<T> node) : node_(std::move(node)) {}
+
+  const NodePtr<T>& node() const { return node_; }
+  int64_t Cardinality() const { return node_->cardinality(); }
+  std::string DebugString() const { return sluice::DebugString(*node_); }
+
+  Iterator<T> MakeIterator(Options options = {}) const {
+    auto context = std::make_shared<IteratorContext>();
+    context->options = options;
+    if (options.thread_pool_size > 0) {
+      context->private_pool = std::make_shared<ThreadPool>(options.thread_pool_size);
+      context->pool = context->private_pool.get();
+    } else {
+      context->pool = &ThreadPool::Default();
+    }
+    IteratorContextPtr shared = std::move(context);
+    return Iterator<T>(node_->MakeStream(shared), shared);
+  }
+
+  // f: T -> U or absl::StatusOr<U>. `name` identifies f in DebugString and, once registered, on the wire.
+  template <class F>
+  auto Map(F f, std::string name = "<function>") const {
+    using Node = ops::MapNode<T, F>;
+    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), std::move(name)));
+  }
+
+  // predicate: const T& -> bool or absl::StatusOr<bool>.
+  template <class P>
+  Dataset<T> Filter(P predicate, std::string name = "<function>") const {
+    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate), std::move(name)));
+  }
+
+  Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
+  Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
+
+  Dataset<std::vector<T>> Batch(int64_t batch_size, bool drop_remainder = false) const {
+    if (batch_size <= 0) {
+      return Dataset<std::vector<T>>(ops::MakeErrorSource<std::vector<T>>(
+          "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size))));
+    }
+    return Dataset<std::vector<T>>(std::make_shared<ops::BatchNode<T>>(node_, batch_size, drop_remainder));
+  }
+
+  Dataset<T> Repeat(int64_t count = -1) const {
+    return Dataset<T>(std::make_shared<ops::RepeatNode<T>>(node_, count));
+  }
+
+  Dataset<std::pair<int64_t, T>> Enumerate(int64_t start = 0) const {
+    return Dataset<std::pair<int64_t, T>>(std::make_shared<ops::EnumerateNode<T>>(node_, start));
+  }
+
+  Dataset<T> Shard(int64_t num_shards, int64_t index) const {
+    return Dataset<T>(ops::MakeShard<T>(node_, num_shards, index));
+  }
+
+  Dataset<T> Prefetch(int64_t buffer_size) const { return Dataset<T>(ops::MakePrefetch<T>(node_, buffer_size)); }
+
+ private:
+  NodePtr<T> node_;
+};
+
+// Range(stop) = Range(0, stop, 1), as tf.data.Dataset.range.
+inline Dataset<int64_t> Range(int64_t start, int64_t stop, int64_t step = 1) {
+  return Dataset<int64_t>(ops::MakeRange(start, stop, step));
+}
+inline Dataset<int64_t> Range(int64_t stop) { return Range(0, stop, 1); }
+
+// The values in order (tf.data's from_tensor_slices over a list of elements).
+template <class T>
+Dataset<T> FromVector(std::vector<T> values) {
+  return Dataset<T>(std::make_shared<ops::FromVectorNode<T>>(
+      std::make_shared<const std::vector<T>>(std::move(values))));
+}
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_H_

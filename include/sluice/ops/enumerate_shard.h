@@ -1,0 +1,117 @@
+// Enumerate(start): (start + i, x_i) pairs; errors pass through and take an index, as in tf.data.
+// Shard(num_shards, index): keeps element i when i mod num_shards == index; num_shards <= 0 or an index
+// outside [0, num_shards) is InvalidArgument. Cardinality: Enumerate keeps the input's; Shard gives
+// input / num_shards plus one when index < input mod num_shards.
+#ifndef SLUICE_OPS_ENUMERATE_SHARD_H_
+#define SLUICE_OPS_ENUMERATE_SHARD_H_
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+
+namespace sluice::ops {
+
+template <class T>
+class EnumerateNode final : public Node<std::pair<int64_t, T>> {
+ public:
+  using Pair = std::pair<int64_t, T>;
+  EnumerateNode(NodePtr<T> input, int64_t start) : input_(std::move(input)), start_(start) {}
+  std::string_view op_name() const override { return "Enumerate"; }
+  std::vector<Param> params() const override { return {{"start", start_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<Pair>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<EnumerateStream>(input_->MakeStream(std::move(context)), start_);
+  }
+
+ private:
+  class EnumerateStream final : public Stream<Pair> {
+   public:
+    EnumerateStream(std::unique_ptr<Stream<T>> input, int64_t start) : input_(std::move(input)), next_(start) {}
+    PollState Poll(absl::StatusOr<Pair>* out) override {
+      PollState state = input_->Poll(&in_);
+      if (state != PollState::kReady) return state;
+      int64_t index = next_++;
+      if (!in_.ok()) {
+        *out = std::move(in_).status();
+      } else {
+        *out = Pair(index, std::move(*in_));
+      }
+      return PollState::kReady;
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    int64_t next_;
+    absl::StatusOr<T> in_;
+  };
+
+  NodePtr<T> input_;
+  int64_t start_;
+};
+
+template <class T>
+class ShardNode final : public Node<T> {
+ public:
+  ShardNode(NodePtr<T> input, int64_t num_shards, int64_t index)
+      : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+  std::string_view op_name() const override { return "Shard"; }
+  std::vector<Param> params() const override { return {{"num_shards", num_shards_}, {"index", index_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override {
+    int64_t n = input_->cardinality();
+    if (n < 0) return n;
+    return n / num_shards_ + (index_ < n % num_shards_ ? 1 : 0);
+  }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<ShardStream>(input_->MakeStream(std::move(context)), num_shards_, index_);
+  }
+
+ private:
+  class ShardStream final : public Stream<T> {
+   public:
+    ShardStream(std::unique_ptr<Stream<T>> input, int64_t num_shards, int64_t index)
+        : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      for (;;) {
+        PollState state = input_->Poll(out);
+        if (state != PollState::kReady) return state;
+        int64_t position = position_;
+        position_ = position_ + 1 == num_shards_ ? 0 : position_ + 1;
+        if (position == index_) return PollState::kReady;
+      }
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    int64_t num_shards_;
+    int64_t index_;
+    int64_t position_ = 0;  // input index mod num_shards
+  };
+
+  NodePtr<T> input_;
+  int64_t num_shards_;
+  int64_t index_;
+};
+
+template <class T>
+NodePtr<T> MakeShard(NodePtr<T> input, int64_t num_shards, int64_t index) {
+  if (num_shards <= 0) {
+    return MakeErrorSource<T>("Shard", absl::InvalidArgumentError(
+                                           absl::StrCat("Shard: num_shards must be > 0, got ", num_shards)));
+  }
+  if (index < 0 || index >= num_shards) {
+    return MakeErrorSource<T>("Shard", absl::InvalidArgumentError(absl::StrCat(
+                                           "Shard: index must be in [0, ", num_shards, "), got ", index)));
+  }
+  return std::make_shared<ShardNode<T>>(std::move(input), num_shards, index);
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_ENUMERATE_SHARD_H_

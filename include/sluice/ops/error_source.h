@@ -1,0 +1,54 @@
+// ErrorSource: the dataset an op builder returns for invalid arguments (tf.data raises at construction;
+// a C++ builder that chains cannot, so the error is the one element the dataset yields, then it ends).
+#ifndef SLUICE_OPS_ERROR_SOURCE_H_
+#define SLUICE_OPS_ERROR_SOURCE_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "sluice/op_node.h"
+
+namespace sluice::ops {
+
+template <class T>
+class ErrorSourceNode final : public Node<T> {
+ public:
+  ErrorSourceNode(std::string op, absl::Status status) : op_(std::move(op)), status_(std::move(status)) {}
+  std::string_view op_name() const override { return op_; }
+  std::vector<Param> params() const override { return {{"error", std::string(status_.message())}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
+  int64_t cardinality() const override { return 1; }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr) const override {
+    return std::make_unique<ErrorStream>(status_);
+  }
+
+ private:
+  class ErrorStream final : public Stream<T> {
+   public:
+    explicit ErrorStream(absl::Status status) : status_(std::move(status)) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      if (done_) return PollState::kEnd;
+      done_ = true;
+      *out = status_;
+      return PollState::kReady;
+    }
+
+   private:
+    absl::Status status_;
+    bool done_ = false;
+  };
+
+  std::string op_;
+  absl::Status status_;
+};
+
+template <class T>
+NodePtr<T> MakeErrorSource(std::string op, absl::Status status) {
+  return std::make_shared<ErrorSourceNode<T>>(std::move(op), std::move(status));
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_ERROR_SOURCE_H_

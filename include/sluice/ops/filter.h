@@ -1,0 +1,64 @@
+// Filter(predicate): the elements for which predicate(x) is true, in order. predicate returns bool or
+// absl::StatusOr<bool>; an error or exception becomes an error element naming the op and element index.
+// Input errors pass through. Cardinality: kUnknownCardinality, as tf.data reports for any filter.
+#ifndef SLUICE_OPS_FILTER_H_
+#define SLUICE_OPS_FILTER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/user_function.h"
+
+namespace sluice::ops {
+
+template <class T, class P>
+class FilterNode final : public Node<T> {
+ public:
+  FilterNode(NodePtr<T> input, P predicate, std::string function_name)
+      : input_(std::move(input)), predicate_(std::move(predicate)), function_name_(std::move(function_name)) {}
+  std::string_view op_name() const override { return "Filter"; }
+  std::vector<Param> params() const override { return {{"predicate", function_name_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return kUnknownCardinality; }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<FilterStream>(input_->MakeStream(std::move(context)), predicate_);
+  }
+
+ private:
+  class FilterStream final : public Stream<T> {
+   public:
+    FilterStream(std::unique_ptr<Stream<T>> input, P predicate)
+        : input_(std::move(input)), predicate_(std::move(predicate)) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      for (;;) {
+        PollState state = input_->Poll(out);
+        if (state != PollState::kReady) return state;
+        int64_t index = index_++;
+        if (!out->ok()) return PollState::kReady;
+        absl::StatusOr<bool> keep = InvokeUserFunction("Filter", index, predicate_, std::as_const(**out));
+        if (!keep.ok()) {
+          *out = keep.status();
+          return PollState::kReady;
+        }
+        if (*keep) return PollState::kReady;
+      }
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    P predicate_;
+    int64_t index_ = 0;
+  };
+
+  NodePtr<T> input_;
+  P predicate_;
+  std::string function_name_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_FILTER_H_

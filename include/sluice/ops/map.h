@@ -1,0 +1,62 @@
+// Map(f): f(x) for each element x, in order (this is the sequential form; the parallel form with
+// num_parallel_calls runs on the pool). f returns U or absl::StatusOr<U>; an error or exception fails
+// that element only, with a Status naming the op and element index, and the stream goes on. Error
+// elements of the input pass through untouched (f is not called). Cardinality: the input's.
+#ifndef SLUICE_OPS_MAP_H_
+#define SLUICE_OPS_MAP_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "sluice/op_node.h"
+#include "sluice/ops/user_function.h"
+
+namespace sluice::ops {
+
+template <class T, class F>
+class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
+ public:
+  using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
+  MapNode(NodePtr<T> input, F f, std::string function_name)
+      : input_(std::move(input)), f_(std::move(f)), function_name_(std::move(function_name)) {}
+  std::string_view op_name() const override { return "Map"; }
+  std::vector<Param> params() const override { return {{"f", function_name_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<MapStream>(input_->MakeStream(std::move(context)), f_);
+  }
+
+ private:
+  class MapStream final : public Stream<U> {
+   public:
+    MapStream(std::unique_ptr<Stream<T>> input, F f) : input_(std::move(input)), f_(std::move(f)) {}
+    PollState Poll(absl::StatusOr<U>* out) override {
+      PollState state = input_->Poll(&in_);
+      if (state != PollState::kReady) return state;
+      if (!in_.ok()) {
+        *out = std::move(in_).status();
+      } else {
+        *out = InvokeUserFunction("Map", index_, f_, std::move(*in_));
+      }
+      ++index_;
+      return PollState::kReady;
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    F f_;
+    absl::StatusOr<T> in_;
+    int64_t index_ = 0;
+  };
+
+  NodePtr<T> input_;
+  F f_;
+  std::string function_name_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_MAP_H_

@@ -1,0 +1,70 @@
+// Repeat(count): the input `count` times over (endlessly when count < 0), each epoch a fresh stream of
+// the input, so shuffles with reshuffle_each_iteration reshuffle. Repeat(0) is empty. An input that
+// yields nothing ends the repetition, so Repeat(-1) over an empty input ends instead of spinning.
+// Cardinality as tf.data: count < 0 gives infinite (0 for an empty input); count * input otherwise.
+#ifndef SLUICE_OPS_REPEAT_H_
+#define SLUICE_OPS_REPEAT_H_
+
+#include <memory>
+#include <utility>
+
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+
+namespace sluice::ops {
+
+template <class T>
+class RepeatNode final : public Node<T> {
+ public:
+  RepeatNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
+  std::string_view op_name() const override { return "Repeat"; }
+  std::vector<Param> params() const override { return {{"count", count_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override {
+    int64_t n = input_->cardinality();
+    if (count_ < 0) return n == 0 ? 0 : kInfiniteCardinality;
+    if (count_ == 0) return 0;
+    if (n < 0) return n;
+    return n * count_;
+  }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<RepeatStream>(input_, std::move(context), count_);
+  }
+
+ private:
+  class RepeatStream final : public Stream<T> {
+   public:
+    RepeatStream(NodePtr<T> input, IteratorContextPtr context, int64_t count)
+        : input_node_(std::move(input)), context_(std::move(context)), remaining_(count) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      for (;;) {
+        if (!input_) {
+          if (remaining_ == 0) return PollState::kEnd;
+          input_ = input_node_->MakeStream(context_);
+          yielded_this_epoch_ = false;
+        }
+        PollState state = input_->Poll(out);
+        if (state == PollState::kReady) yielded_this_epoch_ = true;
+        if (state != PollState::kEnd) return state;
+        input_.reset();
+        if (remaining_ > 0) --remaining_;
+        if (!yielded_this_epoch_) return PollState::kEnd;
+      }
+    }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+
+   private:
+    NodePtr<T> input_node_;
+    IteratorContextPtr context_;
+    int64_t remaining_;  // epochs still to start; < 0: endless
+    std::unique_ptr<Stream<T>> input_;
+    bool yielded_this_epoch_ = false;
+  };
+
+  NodePtr<T> input_;
+  int64_t count_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_REPEAT_H_

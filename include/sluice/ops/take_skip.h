@@ -1,0 +1,101 @@
+// Take(count): the first `count` elements (all of them when count < 0).
+// Skip(count): all but the first `count` elements (none when count < 0).
+// Error elements count as elements, as in tf.data. Cardinality as tf.data: Take gives min(count, input)
+// (count for an infinite input), Skip gives max(0, input - count); unknown stays unknown.
+#ifndef SLUICE_OPS_TAKE_SKIP_H_
+#define SLUICE_OPS_TAKE_SKIP_H_
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+
+namespace sluice::ops {
+
+template <class T>
+class TakeNode final : public Node<T> {
+ public:
+  TakeNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
+  std::string_view op_name() const override { return "Take"; }
+  std::vector<Param> params() const override { return {{"count", count_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override {
+    int64_t n = input_->cardinality();
+    if (n == kUnknownCardinality) return n;
+    if (count_ < 0) return n;
+    if (n == kInfiniteCardinality) return count_;
+    return std::min(n, count_);
+  }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<TakeStream>(input_->MakeStream(std::move(context)), count_);
+  }
+
+ private:
+  class TakeStream final : public Stream<T> {
+   public:
+    TakeStream(std::unique_ptr<Stream<T>> input, int64_t count) : input_(std::move(input)), remaining_(count) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      if (remaining_ == 0) {
+        input_.reset();  // free the upstream (files, buffers) as soon as it cannot be needed
+        return PollState::kEnd;
+      }
+      PollState state = input_->Poll(out);
+      if (state == PollState::kReady && remaining_ > 0) --remaining_;
+      return state;
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    int64_t remaining_;  // < 0: unlimited
+  };
+
+  NodePtr<T> input_;
+  int64_t count_;
+};
+
+template <class T>
+class SkipNode final : public Node<T> {
+ public:
+  SkipNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
+  std::string_view op_name() const override { return "Skip"; }
+  std::vector<Param> params() const override { return {{"count", count_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override {
+    int64_t n = input_->cardinality();
+    if (n == kUnknownCardinality || n == kInfiniteCardinality) return n;
+    if (count_ < 0) return 0;
+    return std::max<int64_t>(0, n - count_);
+  }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<SkipStream>(input_->MakeStream(std::move(context)), count_);
+  }
+
+ private:
+  class SkipStream final : public Stream<T> {
+   public:
+    SkipStream(std::unique_ptr<Stream<T>> input, int64_t count) : input_(std::move(input)), to_skip_(count) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      while (to_skip_ != 0) {
+        PollState state = input_->Poll(out);
+        if (state != PollState::kReady) return state;
+        if (to_skip_ > 0) --to_skip_;
+      }
+      return input_->Poll(out);
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    int64_t to_skip_;  // < 0: skip everything
+  };
+
+  NodePtr<T> input_;
+  int64_t count_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_TAKE_SKIP_H_

@@ -1,0 +1,36 @@
+#include "sluice/op_node.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice {
+namespace {
+
+struct ParamFormatter {
+  std::string operator()(bool v) const { return v ? "true" : "false"; }
+  std::string operator()(int64_t v) const { return absl::StrCat(v); }
+  std::string operator()(double v) const { return absl::StrCat(v); }
+  std::string operator()(const std::string& v) const { return absl::StrCat("\"", v, "\""); }
+  std::string operator()(const std::vector<int64_t>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+  std::string operator()(const std::vector<double>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+};
+
+void Append(const OpNode& node, int depth, std::string* out) {
+  std::vector<std::string> params;
+  for (const Param& p : node.params()) params.push_back(absl::StrCat(p.name, "=", std::visit(ParamFormatter{}, p.value)));
+  absl::StrAppend(out, std::string(2 * depth, ' '), std::string(node.op_name()), "(", absl::StrJoin(params, ", "),
+                  ")\n");
+  for (const auto& input : node.inputs()) Append(*input, depth + 1, out);
+}
+
+}  // namespace
+
+std::string DebugString(const OpNode& node) {
+  std::string out;
+  Append(node, 0, &out);
+  return out;
+}
+
+}  // namespace sluice

@@ -1,0 +1,289 @@
+#include "sluice/dataset.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "sluice/sync_wait.h"
+#include "sluice/task.h"
+
+namespace sluice {
+namespace {
+
+// Drains a dataset on this thread; error elements become their code's name so orders can be compared.
+template <class T>
+std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, int64_t limit = 1000000) {
+  std::vector<absl::StatusOr<T>> out;
+  Iterator<T> it = ds.MakeIterator();
+  for (absl::StatusOr<T> x : it) {
+    out.push_back(std::move(x));
+    if (static_cast<int64_t>(out.size()) >= limit) break;
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> Values(const Dataset<T>& ds) {
+  std::vector<T> out;
+  for (absl::StatusOr<T>& x : Collect(ds)) {
+    EXPECT_TRUE(x.ok()) << x.status();
+    if (x.ok()) out.push_back(std::move(*x));
+  }
+  return out;
+}
+
+std::vector<int64_t> Iota(int64_t start, int64_t stop, int64_t step = 1) {
+  std::vector<int64_t> v;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) v.push_back(i);
+  return v;
+}
+
+TEST(RangeTest, OrdersAndCardinality) {
+  EXPECT_EQ(Values(Range(5)), Iota(0, 5));
+  EXPECT_EQ(Values(Range(2, 5)), Iota(2, 5));
+  EXPECT_EQ(Values(Range(1, 5, 2)), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(Values(Range(5, 1, -2)), (std::vector<int64_t>{5, 3}));
+  EXPECT_TRUE(Values(Range(5, 1)).empty());
+  EXPECT_TRUE(Values(Range(1, 5, -1)).empty());
+  EXPECT_EQ(Range(5).Cardinality(), 5);
+  EXPECT_EQ(Range(1, 5, 2).Cardinality(), 2);
+  EXPECT_EQ(Range(5, 1, -2).Cardinality(), 2);
+  EXPECT_EQ(Range(1, 6, 2).Cardinality(), 3);
+  EXPECT_EQ(Range(5, 1).Cardinality(), 0);
+}
+
+TEST(RangeTest, ZeroStepIsAnError) {
+  auto got = Collect(Range(0, 5, 0));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RangeTest, DoesNotWrapAtInt64Max) {
+  int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Values(Range(max - 2, max, 5)), (std::vector<int64_t>{max - 2}));
+}
+
+TEST(FromVectorTest, YieldsValuesAndEveryIteratorStartsOver) {
+  Dataset<std::string> ds = FromVector<std::string>({"a", "b", "c"});
+  EXPECT_EQ(Values(ds), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(Values(ds), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(ds.Cardinality(), 3);
+}
+
+TEST(MapTest, AppliesInOrderAndChangesType) {
+  auto ds = Range(4).Map([](int64_t x) { return std::to_string(x * 10); });
+  EXPECT_EQ(Values(ds), (std::vector<std::string>{"0", "10", "20", "30"}));
+  EXPECT_EQ(ds.Cardinality(), 4);
+}
+
+TEST(MapTest, ErrorsAndExceptionsFailOneElementNamingOpAndIndex) {
+  auto ds = Range(5).Map([](int64_t x) -> absl::StatusOr<int64_t> {
+    if (x == 1) return absl::InvalidArgumentError("odd one");
+    if (x == 3) throw std::runtime_error("thrown");
+    return x;
+  });
+  auto got = Collect(ds);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(*got[0], 0);
+  EXPECT_EQ(got[1].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(got[1].status().message().find("Map (element 1)"), std::string::npos) << got[1].status();
+  EXPECT_EQ(*got[2], 2);
+  EXPECT_EQ(got[3].status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(got[3].status().message().find("Map (element 3)"), std::string::npos) << got[3].status();
+  EXPECT_NE(got[3].status().message().find("thrown"), std::string::npos);
+  EXPECT_EQ(*got[4], 4);
+}
+
+TEST(FilterTest, KeepsMatchingInOrder) {
+  auto ds = Range(10).Filter([](const int64_t& x) { return x % 3 == 0; });
+  EXPECT_EQ(Values(ds), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(ds.Cardinality(), kUnknownCardinality);
+}
+
+TEST(FilterTest, PredicateErrorBecomesElement) {
+  auto ds = Range(4).Filter([](const int64_t& x) -> absl::StatusOr<bool> {
+    if (x == 2) return absl::DataLossError("cannot decide");
+    return true;
+  });
+  auto got = Collect(ds);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[2].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(got[2].status().message().find("Filter (element 2)"), std::string::npos);
+}
+
+TEST(TakeSkipTest, CountsAndNegatives) {
+  EXPECT_EQ(Values(Range(10).Take(3)), Iota(0, 3));
+  EXPECT_EQ(Values(Range(10).Take(-1)), Iota(0, 10));
+  EXPECT_EQ(Values(Range(10).Take(20)), Iota(0, 10));
+  EXPECT_TRUE(Values(Range(10).Take(0)).empty());
+  EXPECT_EQ(Values(Range(10).Skip(7)), Iota(7, 10));
+  EXPECT_TRUE(Values(Range(10).Skip(-1)).empty());
+  EXPECT_TRUE(Values(Range(10).Skip(20)).empty());
+  EXPECT_EQ(Values(Range(10).Skip(0)), Iota(0, 10));
+}
+
+TEST(TakeSkipTest, Cardinality) {
+  EXPECT_EQ(Range(10).Take(3).Cardinality(), 3);
+  EXPECT_EQ(Range(10).Take(-1).Cardinality(), 10);
+  EXPECT_EQ(Range(10).Take(30).Cardinality(), 10);
+  EXPECT_EQ(Range(10).Repeat().Take(30).Cardinality(), 30);
+  EXPECT_EQ(Range(10).Filter([](const int64_t&) { return true; }).Take(3).Cardinality(), kUnknownCardinality);
+  EXPECT_EQ(Range(10).Skip(3).Cardinality(), 7);
+  EXPECT_EQ(Range(10).Skip(30).Cardinality(), 0);
+  EXPECT_EQ(Range(10).Skip(-1).Cardinality(), 0);
+  EXPECT_EQ(Range(10).Repeat().Skip(3).Cardinality(), kInfiniteCardinality);
+}
+
+TEST(BatchTest, RemainderKeptOrDropped) {
+  auto kept = Values(Range(7).Batch(3));
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0], Iota(0, 3));
+  EXPECT_EQ(kept[1], Iota(3, 6));
+  EXPECT_EQ(kept[2], Iota(6, 7));
+  auto dropped = Values(Range(7).Batch(3, /*drop_remainder=*/true));
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(Range(7).Batch(3).Cardinality(), 3);
+  EXPECT_EQ(Range(7).Batch(3, true).Cardinality(), 2);
+  EXPECT_EQ(Range(6).Batch(3).Cardinality(), 2);
+  EXPECT_EQ(Range(7).Repeat().Batch(3).Cardinality(), kInfiniteCardinality);
+  EXPECT_TRUE(Values(Range(0).Batch(3)).empty());
+}
+
+TEST(BatchTest, BadSizeAndInputErrors) {
+  auto bad = Collect(Range(7).Batch(0));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].status().code(), absl::StatusCode::kInvalidArgument);
+  auto ds = Range(6)
+                .Map([](int64_t x) -> absl::StatusOr<int64_t> {
+                  if (x == 4) return absl::DataLossError("bad");
+                  return x;
+                })
+                .Batch(3);
+  auto got = Collect(ds);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(*got[0], Iota(0, 3));
+  EXPECT_EQ(got[1].status().code(), absl::StatusCode::kDataLoss);  // 3 collected, then 4 failed
+  EXPECT_EQ(*got[2], (std::vector<int64_t>{5}));
+}
+
+TEST(RepeatTest, EpochsAndEndless) {
+  EXPECT_EQ(Values(Range(3).Repeat(2)), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  EXPECT_TRUE(Values(Range(3).Repeat(0)).empty());
+  EXPECT_EQ(Values(Range(3).Repeat().Take(7)), (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_TRUE(Values(Range(0).Repeat()).empty());  // ends instead of spinning
+  EXPECT_EQ(Range(3).Repeat(2).Cardinality(), 6);
+  EXPECT_EQ(Range(3).Repeat().Cardinality(), kInfiniteCardinality);
+  EXPECT_EQ(Range(0).Repeat().Cardinality(), 0);
+  EXPECT_EQ(Range(3).Repeat(0).Cardinality(), 0);
+}
+
+TEST(EnumerateTest, PairsFromStart) {
+  auto got = Values(FromVector<std::string>({"a", "b"}).Enumerate(5));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (std::pair<int64_t, std::string>(5, "a")));
+  EXPECT_EQ(got[1], (std::pair<int64_t, std::string>(6, "b")));
+}
+
+TEST(ShardTest, KeepsEveryNthAndValidates) {
+  EXPECT_EQ(Values(Range(10).Shard(3, 1)), (std::vector<int64_t>{1, 4, 7}));
+  EXPECT_EQ(Range(10).Shard(3, 0).Cardinality(), 4);
+  EXPECT_EQ(Range(10).Shard(3, 1).Cardinality(), 3);
+  EXPECT_EQ(Range(10).Shard(3, 2).Cardinality(), 3);
+  for (auto [n, i] : {std::pair<int64_t, int64_t>{0, 0}, {-1, 0}, {3, 3}, {3, -1}}) {
+    auto got = Collect(Range(10).Shard(n, i));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].status().code(), absl::StatusCode::kInvalidArgument) << n << " " << i;
+  }
+}
+
+TEST(PrefetchTest, SameElementsSameOrder) {
+  auto ds = Range(1000).Map([](int64_t x) { return x * 2; }).Prefetch(4);
+  std::vector<int64_t> expected;
+  for (int64_t i = 0; i < 1000; ++i) expected.push_back(2 * i);
+  EXPECT_EQ(Values(ds), expected);
+  EXPECT_EQ(ds.Cardinality(), 1000);
+  EXPECT_EQ(Values(Range(10).Prefetch(kAutotune)), Iota(0, 10));
+  EXPECT_EQ(Values(Range(10).Prefetch(0)), Iota(0, 10));
+  auto bad = Collect(Range(10).Prefetch(-5));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PrefetchTest, ChainedPrefetchesOnPrivatePool) {
+  auto ds = Range(500).Prefetch(2).Map([](int64_t x) { return x + 1; }).Prefetch(3).Batch(7);
+  Options options;
+  options.thread_pool_size = 2;
+  Iterator<std::vector<int64_t>> it = ds.MakeIterator(options);
+  int64_t expected = 1;
+  int64_t count = 0;
+  for (absl::StatusOr<std::vector<int64_t>> batch : it) {
+    ASSERT_TRUE(batch.ok());
+    for (int64_t x : *batch) EXPECT_EQ(x, expected++);
+    count += static_cast<int64_t>(batch->size());
+  }
+  EXPECT_EQ(count, 500);
+}
+
+TEST(PrefetchTest, DestroyedMidStreamStopsProducer) {
+  for (int round = 0; round < 20; ++round) {
+    auto ds = Range(0, 1000000).Prefetch(8).Map([](int64_t x) { return x; }).Prefetch(2);
+    Iterator<int64_t> it = ds.MakeIterator();
+    for (int i = 0; i < round; ++i) ASSERT_TRUE(it.NextBlocking().ok());
+  }  // each iterator is destroyed with its producers running or blocked on a full buffer
+}
+
+Task<int64_t> SumWithCoroutine(Dataset<int64_t> ds) {
+  Iterator<int64_t> it = ds.MakeIterator();
+  int64_t sum = 0;
+  for (;;) {
+    absl::StatusOr<std::optional<int64_t>> next = co_await it.Next();
+    if (!next.ok() || !next->has_value()) break;
+    sum += **next;
+  }
+  co_return sum;
+}
+
+TEST(IteratorTest, CoroutineNextOverSyncAndAsyncPipelines) {
+  EXPECT_EQ(SyncWait(SumWithCoroutine(Range(100))), 4950);
+  EXPECT_EQ(SyncWait(SumWithCoroutine(Range(100).Prefetch(3))), 4950);
+}
+
+TEST(IteratorTest, EndStaysEnd) {
+  Iterator<int64_t> it = Range(1).MakeIterator();
+  ASSERT_EQ(**it.NextBlocking(), 0);
+  for (int i = 0; i < 3; ++i) {
+    auto next = it.NextBlocking();
+    ASSERT_TRUE(next.ok());
+    EXPECT_FALSE(next->has_value());
+  }
+}
+
+TEST(DatasetTest, DebugStringNamesOpsAndParams) {
+  std::string s = Range(10).Map([](int64_t x) { return x; }, "identity").Batch(4, true).DebugString();
+  EXPECT_NE(s.find("Batch(batch_size=4, drop_remainder=true)"), std::string::npos) << s;
+  EXPECT_NE(s.find("Map(f=\"identity\")"), std::string::npos) << s;
+  EXPECT_NE(s.find("Range(start=0, stop=10, step=1)"), std::string::npos) << s;
+}
+
+TEST(DatasetTest, OneDefinitionManyConcurrentIterators) {
+  auto ds = Range(2000).Map([](int64_t x) { return x * 3; }).Prefetch(4);
+  std::vector<std::thread> threads;
+  std::vector<int64_t> sums(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&ds, &sums, t] {
+      Iterator<int64_t> it = ds.MakeIterator();
+      for (absl::StatusOr<int64_t> x : it) sums[t] += *x;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int64_t s : sums) EXPECT_EQ(s, 3 * 1999 * 2000 / 2);
+}
+
+}  // namespace
+}  // namespace sluice
