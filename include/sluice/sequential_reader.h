@@ -53,7 +53,7 @@ namespace sluice {
 
 // Chosen by benchmarks/io/scan_benchmark (see docs/io.md).
 inline constexpr size_t kDefaultBlockSize = size_t{1} << 20;
-inline constexpr int kDefaultBlocksInFlight = 4;
+inline constexpr int kDefaultBlocksInFlight = 2;
 
 struct SequentialReadOptions {
   // Bytes per read (> 0). Rounded up to kDirectIoAlignment when the file is read with O_DIRECT.
