@@ -38,18 +38,6 @@ inline void WriteFile(const std::string& path, const std::string& bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline std::filesystem::path SharedTFRecordDir() {
-  const char* env = std::getenv("SLUICE_SHARED_DIR");
-  const std::filesystem::path shared =
-      env != nullptr && *env != '\0' ? std::filesystem::path(env) : std::filesystem::path("../shared");
-  return shared / "data" / "tfrecord";
-}
-
 inline std::string BackendName(const ::testing::TestParamInfo<IoBackend>& info) {
   return info.param == IoBackend::kUring ? "Uring" : "Threads";
 }
