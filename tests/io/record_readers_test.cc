@@ -601,6 +601,27 @@ TEST_P(FixedLengthTest, PartialRecordTooShortAndBadOptions) {
   EXPECT_TRUE(got.errors.empty());
 }
 
+TEST_P(TextLineTest, TextAndFixedLengthDestroyedMidStream) {
+  std::string lines;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&lines, "line ", i, "\n");
+  for (Compression c : {Compression::kNone, Compression::kGzip}) {
+    const std::string path = TempPath(absl::StrCat("destroy_lines", static_cast<int>(c)));
+    WriteFile(path, Compress(lines, c));
+    for (size_t n : {size_t{0}, size_t{1}, size_t{700}}) {
+      TextLineOptions text;
+      text.compression = c;
+      text.io = SmallBlocks(4096, 4);
+      EXPECT_EQ(SyncWait(PullSome(ReadTextLines(reactor(), path, text), n)), n);
+      FixedLengthRecordOptions fixed;
+      fixed.record_bytes = 10;
+      fixed.header_bytes = 3;
+      fixed.compression = c;
+      fixed.io = SmallBlocks(4096, 4);
+      EXPECT_EQ(SyncWait(PullSome(ReadFixedLengthRecords(reactor(), path, fixed), n)), n);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, TextLineTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
                          BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, FixedLengthTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
