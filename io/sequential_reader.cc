@@ -1,10 +1,14 @@
 #include "sluice/sequential_reader.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <stop_token>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -83,14 +87,16 @@ struct Slot {
   AsyncEvent done;
 };
 
-Task<absl::Status> ReadIntoSlot(File* file, Slot* slot) {
+Task<absl::Status> ReadIntoSlot(File* file, Slot* slot, std::atomic<std::thread::id>* completion_thread) {
   std::span<std::byte> buf(slot->buffer.get(), slot->read_length);
   slot->result = co_await file->ReadAt(buf, slot->offset);
+  completion_thread->store(std::this_thread::get_id(), std::memory_order_relaxed);
   slot->done.Set();  // last touch of *slot: the generator may free it once it sees the event set
   co_return absl::OkStatus();
 }
 
-void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint64_t offset, size_t length) {
+void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint64_t offset, size_t length,
+               std::atomic<std::thread::id>& completion_thread) {
   slot.buffer = pool.Acquire();
   slot.offset = offset;
   slot.length = length;
@@ -99,7 +105,7 @@ void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint
   slot.read_length = std::min(RoundUp(length, kDirectIoAlignment), pool.capacity());
   slot.result = size_t{0};
   slot.done.Reset();
-  scope.Spawn(ReadIntoSlot(&file, &slot));
+  scope.Spawn(ReadIntoSlot(&file, &slot, &completion_thread));
 }
 
 // Resumes the awaiting coroutine through an executor.
@@ -111,6 +117,27 @@ struct ResumeOn {
 };
 
 absl::StatusOr<Block> Failure(absl::Status status) { return status; }
+
+// Destroying the generator with reads in flight joins them, blocking the destroying thread. On the
+// io_uring reactor's own thread no completion could ever arrive: fail loudly instead of hanging.
+struct ReactorThreadCheck {
+  ReactorThreadCheck(const AsyncScope* scope, const std::atomic<std::thread::id>* completion_thread, bool uring)
+      : scope(scope), completion_thread(completion_thread), uring(uring) {}
+  ReactorThreadCheck(const ReactorThreadCheck&) = delete;
+  ReactorThreadCheck& operator=(const ReactorThreadCheck&) = delete;
+  ~ReactorThreadCheck() {
+    if (uring && scope->pending() > 0 &&
+        completion_thread->load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+      std::fprintf(stderr,
+                   "sluice: a ReadBlocks generator was destroyed on the io_uring reactor thread with reads in "
+                   "flight, which would deadlock; set SequentialReadOptions::resume_on\n");
+      std::abort();
+    }
+  }
+  const AsyncScope* scope;
+  const std::atomic<std::thread::id>* completion_thread;
+  bool uring;
+};
 
 }  // namespace
 
@@ -140,13 +167,15 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
       std::make_shared<BufferPool>(RoundUp(block_size, kDirectIoAlignment), depth + 1);
   std::vector<std::unique_ptr<Slot>> slots;
   for (size_t i = 0; i < depth; ++i) slots.push_back(std::make_unique<Slot>(options.resume_on));
+  std::atomic<std::thread::id> completion_thread{};
   AsyncScope scope;
+  ReactorThreadCheck check(&scope, &completion_thread, reactor.backend() == IoBackend::kUring);
 
   const uint64_t size = file.Size();
   const uint64_t num_blocks = (size + block_size - 1) / block_size;
   auto block_length = [&](uint64_t k) { return static_cast<size_t>(std::min<uint64_t>(block_size, size - k * block_size)); };
   for (uint64_t k = 0; k < std::min<uint64_t>(depth, num_blocks); ++k) {
-    StartRead(scope, file, *pool, *slots[k], k * block_size, block_length(k));
+    StartRead(scope, file, *pool, *slots[k], k * block_size, block_length(k), completion_thread);
   }
 
   absl::Status failure;
@@ -177,7 +206,8 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
     block.buffer = std::move(slot.buffer);
     // Refill the slot before handing the block out, so `depth` reads run while the consumer works.
     if (k + depth < num_blocks) {
-      StartRead(scope, file, *pool, slot, (k + depth) * block_size, block_length(k + depth));
+      StartRead(scope, file, *pool, slot, (k + depth) * block_size, block_length(k + depth),
+                completion_thread);
     }
     absl::StatusOr<Block> out(std::move(block));
     co_yield std::move(out);

@@ -18,7 +18,7 @@
 //   Close() must not race with reads. Movable, not copyable.
 // - Lifetime: Close() closes through the reactor and reports the error. A File destroyed without
 //   Close() closes its fd synchronously with ::close(2) and drops any error (cheap for a read-only fd).
-//   The reactor must outlive the File's tasks.
+//   The reactor and the File must outlive the File's tasks.
 //
 //   Task<absl::StatusOr<std::string>> Head(Reactor& io, std::string path) {
 //     SLUICE_CO_ASSIGN_OR_RETURN(File file, co_await File::Open(io, path));

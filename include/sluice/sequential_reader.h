@@ -25,7 +25,8 @@
 // - Lifetime: the reactor must outlive the generator. Destroying the generator mid-stream requests stop
 //   on the reads in flight and blocks the destroying thread until their completions arrived (so no
 //   buffer is freed under the kernel); this must therefore not happen on the reactor's own thread, which
-//   resume_on guarantees for consumers that only run where they are resumed.
+//   resume_on guarantees for consumers that only run where they are resumed. Doing it anyway on the
+//   io_uring reactor thread with reads in flight aborts with a message rather than deadlocking.
 //
 //   SequentialReadOptions options;
 //   options.resume_on = &ThreadPool::Default();
