@@ -1,0 +1,285 @@
+#include "sluice/record_readers.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "io/tfrecord_format.h"
+#include "io/zlib_stream.h"
+#include "sluice/thread_pool.h"
+
+namespace sluice {
+namespace {
+
+SequentialReadOptions BlockOptions(const ReadOptions& io) {
+  SequentialReadOptions options;
+  options.block_size = io.block_size;
+  options.blocks_in_flight = io.blocks_in_flight;
+  options.direct = io.direct;
+  options.resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();
+  return options;
+}
+
+bool Contains(std::span<const std::byte> outer, std::span<const std::byte> inner) {
+  // std::less gives a total order on pointers into different objects.
+  std::less<const std::byte*> less;
+  return !less(inner.data(), outer.data()) && !less(outer.data() + outer.size(), inner.data() + inner.size());
+}
+
+// A view into `owner_range` (kept alive by `owner`) when large enough to be worth pinning, else a copy.
+Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::shared_ptr<const std::byte>& owner,
+                  std::span<const std::byte> owner_range, size_t min_zero_copy_bytes) {
+  Record record;
+  record.offset = offset;
+  if (owner != nullptr && data.size() >= min_zero_copy_bytes && Contains(owner_range, data)) {
+    record.owner = owner;
+    record.data = data;
+    return record;
+  }
+  std::shared_ptr<std::byte[]> copy = std::make_shared_for_overwrite<std::byte[]>(data.size());
+  if (!data.empty()) std::memcpy(copy.get(), data.data(), data.size());
+  record.data = std::span<const std::byte>(copy.get(), data.size());
+  record.owner = std::move(copy);
+  return record;
+}
+
+absl::StatusOr<Record> Failure(absl::Status status) { return status; }
+
+// A piece of the (decompressed) stream. `owner` is set when `data` lies in a block buffer it owns;
+// otherwise `data` is valid until the next Next() on the chunk generator.
+struct Chunk {
+  std::shared_ptr<const std::byte> owner;
+  std::span<const std::byte> data;
+  uint64_t offset = 0;  // in the decompressed stream
+};
+
+io::ZlibFormat FormatOf(Compression compression) {
+  return compression == Compression::kZlib ? io::ZlibFormat::kZlib : io::ZlibFormat::kGzip;
+}
+
+// The file's bytes, decompressed when asked. An error is the last element.
+AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string path, Compression compression,
+                                                 ReadOptions io) {
+  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io));
+  std::optional<io::Inflater> inflater;
+  if (compression != Compression::kNone) inflater.emplace(FormatOf(compression), path);
+  uint64_t produced = 0;
+  for (;;) {
+    std::optional<absl::StatusOr<Block>> block = co_await blocks.Next();
+    if (!block.has_value()) break;
+    if (!block->ok()) {
+      absl::StatusOr<Chunk> error(block->status());
+      co_yield std::move(error);
+      co_return;
+    }
+    if (!inflater.has_value()) {
+      Chunk chunk;
+      chunk.data = (*block)->data;
+      chunk.offset = (*block)->offset;
+      chunk.owner = std::move((*block)->buffer);
+      absl::StatusOr<Chunk> out(std::move(chunk));
+      co_yield std::move(out);
+      continue;
+    }
+    inflater->Feed((*block)->data);
+    for (;;) {
+      absl::StatusOr<std::span<const std::byte>> piece = inflater->Next();
+      if (!piece.ok()) {
+        absl::StatusOr<Chunk> error(piece.status());
+        co_yield std::move(error);
+        co_return;
+      }
+      if (piece->empty()) break;
+      Chunk chunk;
+      chunk.data = *piece;
+      chunk.offset = produced;
+      produced += piece->size();
+      absl::StatusOr<Chunk> out(std::move(chunk));
+      co_yield std::move(out);
+    }
+  }
+  if (inflater.has_value()) {
+    absl::Status finished = inflater->Finish();
+    if (!finished.ok()) {
+      absl::StatusOr<Chunk> error(std::move(finished));
+      co_yield std::move(error);
+    }
+  }
+}
+
+}  // namespace
+
+AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
+                                                     TFRecordReaderOptions options, ReadOptions io) {
+  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io));
+  io::TFRecordDecoder decoder(options.compression, io::ParserOptionsFor(options, path));
+  // The decoder repeats an unrecoverable error on every call: seeing the same error twice ends the stream.
+  absl::Status last_error;
+  for (;;) {
+    std::optional<absl::StatusOr<Block>> block = co_await blocks.Next();
+    if (!block.has_value()) break;
+    if (!block->ok()) {
+      absl::StatusOr<Record> error = Failure(block->status());
+      co_yield std::move(error);
+      co_return;
+    }
+    const Block& current = **block;
+    decoder.Feed(current.data);
+    for (;;) {
+      absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
+      if (!next.ok()) {
+        if (next.status() == last_error) co_return;
+        last_error = next.status();
+        absl::StatusOr<Record> error = Failure(next.status());
+        co_yield std::move(error);
+        continue;
+      }
+      if (!next->has_value()) break;
+      last_error = absl::OkStatus();
+      absl::StatusOr<Record> out =
+          MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
+      co_yield std::move(out);
+    }
+  }
+  absl::Status finished = decoder.Finish();
+  if (!finished.ok() && finished != last_error) {
+    absl::StatusOr<Record> error = Failure(std::move(finished));
+    co_yield std::move(error);
+  }
+}
+
+AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::string path, TextLineOptions options) {
+  AsyncGenerator<absl::StatusOr<Chunk>> chunks = ReadChunks(reactor, path, options.compression, options.io);
+  std::string pending;  // the start of a line that continues in a later chunk
+  uint64_t line_start = 0;
+  bool have_pending = false;
+  for (;;) {
+    std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
+    if (!chunk.has_value()) break;
+    if (!chunk->ok()) {
+      absl::StatusOr<Record> error = Failure(chunk->status());
+      co_yield std::move(error);
+      co_return;
+    }
+    const Chunk& current = **chunk;
+    const char* const begin = reinterpret_cast<const char*>(current.data.data());
+    const size_t size = current.data.size();
+    size_t pos = 0;
+    while (pos < size) {
+      const void* found = std::memchr(begin + pos, '\n', size - pos);
+      const size_t end = found != nullptr ? static_cast<size_t>(static_cast<const char*>(found) - begin) : size;
+      if ((have_pending ? pending.size() : 0) + (end - pos) > options.max_line_bytes) {
+        absl::StatusOr<Record> error = Failure(absl::DataLossError(absl::StrCat(
+            path, ": line at offset ", line_start, " is longer than max_line_bytes (", options.max_line_bytes,
+            "); the rest of the file is skipped")));
+        co_yield std::move(error);
+        co_return;
+      }
+      if (found == nullptr) {
+        pending.append(begin + pos, size - pos);
+        have_pending = true;
+        break;
+      }
+      std::span<const std::byte> line;
+      if (have_pending) {
+        pending.append(begin + pos, end - pos);
+        line = std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size());
+      } else {
+        line = current.data.subspan(pos, end - pos);
+      }
+      if (!line.empty() && line.back() == std::byte{'\r'}) line = line.first(line.size() - 1);
+      absl::StatusOr<Record> out =
+          MakeRecord(line, line_start, current.owner, current.data, options.io.min_zero_copy_bytes);
+      pending.clear();
+      have_pending = false;
+      pos = end + 1;
+      line_start = current.offset + pos;
+      co_yield std::move(out);
+    }
+  }
+  if (have_pending) {
+    // A last line without a newline is a line (a '\r' there is kept: only "\r\n" ends a line).
+    Record last = MakeRecord(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size()), line_start,
+        nullptr, {}, options.io.min_zero_copy_bytes);
+    absl::StatusOr<Record> out(std::move(last));
+    co_yield std::move(out);
+  }
+}
+
+AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, std::string path,
+                                                              FixedLengthRecordOptions options) {
+  if (options.record_bytes == 0) {
+    absl::StatusOr<Record> error =
+        Failure(absl::InvalidArgumentError(absl::StrCat(path, ": record_bytes must be positive")));
+    co_yield std::move(error);
+    co_return;
+  }
+  AsyncGenerator<absl::StatusOr<Chunk>> chunks = ReadChunks(reactor, path, options.compression, options.io);
+  const uint64_t record_bytes = options.record_bytes;
+  // A record is only known not to be footer once record_bytes + footer_bytes bytes follow its start.
+  const uint64_t needed = record_bytes + options.footer_bytes;
+  uint64_t header_left = options.header_bytes;
+  uint64_t total = 0;       // stream bytes seen
+  uint64_t next_offset = options.header_bytes;  // of the next record
+  std::string carry;        // bytes after the last record returned, before the end of what was seen
+  for (;;) {
+    std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
+    if (!chunk.has_value()) break;
+    if (!chunk->ok()) {
+      absl::StatusOr<Record> error = Failure(chunk->status());
+      co_yield std::move(error);
+      co_return;
+    }
+    const Chunk& current = **chunk;
+    total += current.data.size();
+    std::span<const std::byte> data = current.data;
+    const uint64_t skip = std::min<uint64_t>(header_left, data.size());
+    header_left -= skip;
+    data = data.subspan(skip);
+    bool from_carry = false;
+    if (!carry.empty()) {
+      carry.append(reinterpret_cast<const char*>(data.data()), data.size());
+      data = std::span<const std::byte>(reinterpret_cast<const std::byte*>(carry.data()), carry.size());
+      from_carry = true;
+    }
+    size_t pos = 0;
+    while (data.size() - pos >= needed) {
+      absl::StatusOr<Record> out = MakeRecord(data.subspan(pos, record_bytes), next_offset,
+                                              from_carry ? nullptr : current.owner, current.data,
+                                              options.io.min_zero_copy_bytes);
+      pos += record_bytes;
+      next_offset += record_bytes;
+      co_yield std::move(out);
+    }
+    if (from_carry) {
+      carry.erase(0, pos);
+    } else {
+      carry.assign(reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos);
+    }
+  }
+  if (total < options.header_bytes + options.footer_bytes) {
+    absl::StatusOr<Record> error = Failure(absl::DataLossError(
+        absl::StrCat(path, ": file has ", total, " bytes, fewer than header_bytes + footer_bytes (",
+                     options.header_bytes, " + ", options.footer_bytes, ")")));
+    co_yield std::move(error);
+    co_return;
+  }
+  const uint64_t leftover = carry.size() - options.footer_bytes;
+  if (leftover != 0) {
+    absl::StatusOr<Record> error = Failure(absl::DataLossError(absl::StrCat(
+        path, ": excluding the header (", options.header_bytes, " bytes) and footer (", options.footer_bytes,
+        " bytes), the body has ", total - options.header_bytes - options.footer_bytes,
+        " bytes, not a multiple of record_bytes (", record_bytes, "): ", leftover, " bytes at offset ",
+        next_offset, " are not a whole record")));
+    co_yield std::move(error);
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,241 @@
+#include "sluice/sequential_reader.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/reactor.h"
+#include "sluice/sync_wait.h"
+#include "sluice/thread_pool.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizer = true;
+#else
+constexpr bool kSanitizer = false;
+#endif
+
+
+inline std::string TempPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/sluice_readers_", ::getpid(), "_", name);
+}
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::string BackendName(const ::testing::TestParamInfo<IoBackend>& info) {
+  return info.param == IoBackend::kUring ? "Uring" : "Threads";
+}
+
+// A reactor of the parameter's backend; skips the test where io_uring is refused.
+class BackendTest : public ::testing::TestWithParam<IoBackend> {
+ protected:
+  void SetUp() override {
+    ReactorOptions options;
+    options.backend = GetParam();
+    absl::StatusOr<std::unique_ptr<Reactor>> reactor = Reactor::Create(options);
+    if (!reactor.ok()) GTEST_SKIP() << "backend unavailable: " << reactor.status();
+    reactor_ = std::move(*reactor);
+  }
+  Reactor& reactor() { return *reactor_; }
+  std::unique_ptr<Reactor> reactor_;
+};
+
+
+std::string Payload(size_t size, uint32_t seed) {
+  std::string s(size, '\0');
+  std::mt19937 rng(seed);
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+struct Scan {
+  std::string bytes;
+  std::vector<uint64_t> offsets;
+  std::vector<Block> kept;  // blocks held past later Next() calls, when asked
+  absl::Status error;
+  size_t elements_after_error = 0;
+};
+
+Task<Scan> ScanAll(AsyncGenerator<absl::StatusOr<Block>> gen, bool keep_blocks) {
+  Scan scan;
+  for (int guard = 0; guard < 1'000'000; ++guard) {
+    std::optional<absl::StatusOr<Block>> block = co_await gen.Next();
+    if (!block.has_value()) co_return scan;
+    if (!block->ok()) {
+      if (!scan.error.ok()) ++scan.elements_after_error;
+      scan.error = block->status();
+      continue;
+    }
+    scan.bytes.append(reinterpret_cast<const char*>((*block)->data.data()), (*block)->data.size());
+    scan.offsets.push_back((*block)->offset);
+    if (keep_blocks) scan.kept.push_back(std::move(**block));
+  }
+  ADD_FAILURE() << "ReadBlocks did not end";
+  co_return scan;
+}
+
+// `gen` is kept alive by the caller until the task completes.
+Task<std::optional<absl::StatusOr<Block>>> NextBlock(AsyncGenerator<absl::StatusOr<Block>>* gen) {
+  std::optional<absl::StatusOr<Block>> block = co_await gen->Next();
+  co_return block;
+}
+
+using SequentialReaderTest = BackendTest;
+
+TEST_P(SequentialReaderTest, BlocksConcatenateToTheFile) {
+  ThreadPool pool(2);
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{100000}}) {
+    const std::string path = TempPath(absl::StrCat("seq", size));
+    const std::string content = Payload(size, static_cast<uint32_t>(size));
+    WriteFile(path, content);
+    for (size_t block : {size_t{1}, size_t{1000}, size_t{4096}, size_t{1} << 20}) {
+      if (block == 1 && size > (kSanitizer ? 100 : 5000)) continue;
+      for (int depth : {1, 2, 5}) {
+        if (kSanitizer && depth == 5 && block < 4096) continue;
+        for (bool direct : {false, true}) {
+          SequentialReadOptions options;
+          options.block_size = block;
+          options.blocks_in_flight = depth;
+          options.direct = direct;
+          options.resume_on = depth == 2 ? nullptr : &pool;
+          Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, options), /*keep_blocks=*/false));
+          EXPECT_TRUE(scan.error.ok()) << scan.error;
+          EXPECT_EQ(scan.bytes, content) << "size " << size << " block " << block << " depth " << depth;
+          for (size_t i = 0; i < scan.offsets.size(); ++i) {
+            EXPECT_EQ(scan.offsets[i] % (direct ? 1 : block), 0u);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(SequentialReaderTest, BlocksHeldPastNextStayValid) {
+  const std::string path = TempPath("held");
+  const std::string content = Payload(50000, 3);
+  WriteFile(path, content);
+  SequentialReadOptions options;
+  options.block_size = 1000;
+  options.blocks_in_flight = 3;
+  Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, options), /*keep_blocks=*/true));
+  ASSERT_EQ(scan.kept.size(), 50u);
+  std::string again;
+  for (const Block& b : scan.kept) again.append(reinterpret_cast<const char*>(b.data.data()), b.data.size());
+  EXPECT_EQ(again, content);
+}
+
+TEST_P(SequentialReaderTest, ErrorsNameThePath) {
+  const std::string missing = TempPath("missing_blocks");
+  Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), missing), false));
+  EXPECT_EQ(scan.error.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(scan.error.message(), HasSubstr(missing));
+  EXPECT_EQ(scan.elements_after_error, 0u);
+
+  scan = SyncWait(ScanAll(ReadBlocks(reactor(), ::testing::TempDir()), false));
+  EXPECT_EQ(scan.error.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(scan.error.message(), HasSubstr("directory"));
+
+  SequentialReadOptions bad;
+  bad.block_size = 0;
+  scan = SyncWait(ScanAll(ReadBlocks(reactor(), missing, bad), false));
+  EXPECT_EQ(scan.error.code(), absl::StatusCode::kInvalidArgument);
+  bad.block_size = 10;
+  bad.blocks_in_flight = 0;
+  scan = SyncWait(ScanAll(ReadBlocks(reactor(), missing, bad), false));
+  EXPECT_EQ(scan.error.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(SequentialReaderTest, FileThatShrinksIsDataLoss) {
+  const std::string path = TempPath("shrinks");
+  WriteFile(path, Payload(100000, 9));
+  SequentialReadOptions options;
+  options.block_size = 4096;
+  options.blocks_in_flight = 1;
+  AsyncGenerator<absl::StatusOr<Block>> gen = ReadBlocks(reactor(), path, options);
+  std::optional<absl::StatusOr<Block>> first = SyncWait(NextBlock(&gen));
+  ASSERT_TRUE(first.has_value() && first->ok());
+  ASSERT_EQ(::truncate(path.c_str(), 10000), 0);
+  Scan rest = SyncWait(ScanAll(std::move(gen), false));
+  EXPECT_EQ(rest.error.code(), absl::StatusCode::kDataLoss) << rest.error;
+  EXPECT_THAT(rest.error.message(), HasSubstr(absl::StrCat(path, ": file shrank")));
+}
+
+Task<size_t> TakeBlocks(AsyncGenerator<absl::StatusOr<Block>> gen, size_t n, std::stop_source* stop) {
+  size_t taken = 0;
+  for (size_t i = 0; i < n + 100; ++i) {
+    if (taken == n) {
+      if (stop == nullptr) break;  // destroy `gen` with its reads in flight
+      stop->request_stop();
+    }
+    std::optional<absl::StatusOr<Block>> block = co_await gen.Next();
+    if (!block.has_value()) break;
+    if (!block->ok()) {
+      EXPECT_EQ(block->status().code(), absl::StatusCode::kCancelled) << block->status();
+      continue;
+    }
+    ++taken;
+  }
+  co_return taken;
+}
+
+TEST_P(SequentialReaderTest, DestroyAndStopMidStream) {
+  const std::string path = TempPath("midstream");
+  WriteFile(path, Payload(4 << 20, 5));
+  ThreadPool pool(2);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  constexpr int kRounds = 5;
+#else
+  constexpr int kRounds = 30;
+#endif
+  for (int round = 0; round < kRounds; ++round) {
+    SequentialReadOptions options;
+    options.block_size = 64 << 10;
+    options.blocks_in_flight = 1 + round % 8;
+    options.resume_on = round % 3 == 0 ? nullptr : &pool;
+    const size_t n = static_cast<size_t>(round % 5);
+    if (options.resume_on != nullptr) {
+      // Destroyed inside the task, wherever it last resumed.
+      EXPECT_EQ(SyncWait(TakeBlocks(ReadBlocks(reactor(), path, options), n, nullptr)), n);
+    }
+    // Destroyed on this thread with reads in flight.
+    {
+      AsyncGenerator<absl::StatusOr<Block>> gen = ReadBlocks(reactor(), path, options);
+      for (size_t i = 0; i < n; ++i) {
+        std::optional<absl::StatusOr<Block>> b = SyncWait(NextBlock(&gen));
+        ASSERT_TRUE(b.has_value() && b->ok());
+      }
+    }
+    // Stop requested by the consumer: the stream ends with CancelledError, well before the end.
+    std::stop_source stop;
+    const size_t taken = SyncWait(TakeBlocks(ReadBlocks(reactor(), path, options), n, &stop), stop.get_token());
+    EXPECT_EQ(taken, n);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SequentialReaderTest,
+                         ::testing::Values(IoBackend::kUring, IoBackend::kThreads), BackendName);
+
+}  // namespace
+}  // namespace sluice
