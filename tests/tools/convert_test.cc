@@ -250,6 +250,16 @@ TEST_F(ConvertTest, SkipsCompleteOutputUnlessForcedOrChanged) {
   EXPECT_FALSE(repaired->skipped);
   EXPECT_EQ(std::filesystem::file_size(first->files[1].path), first->files[1].bytes);
 
+  // A manifest that lists fewer shards than the options ask for is not trusted.
+  const std::string manifest = ReadFile(out_ + "/manifest.txt");
+  const size_t last_line = manifest.rfind('\n', manifest.size() - 2);
+  ASSERT_NE(last_line, std::string::npos);
+  WriteFile(out_ + "/manifest.txt", manifest.substr(0, last_line + 1));
+  absl::StatusOr<ConvertSummary> short_manifest = ConvertFashionMnist(options);
+  ASSERT_TRUE(short_manifest.ok()) << short_manifest.status();
+  EXPECT_FALSE(short_manifest->skipped);
+  EXPECT_EQ(ReadFile(out_ + "/manifest.txt"), manifest);
+
   // Other options are another output.
   options.limit = 2;
   absl::StatusOr<ConvertSummary> limited = ConvertFashionMnist(options);

@@ -55,6 +55,12 @@ struct SplitSources {
   SourceFile labels;
 };
 
+// errno may be 0 after a failed iostream operation; ErrnoToStatus(0) would be OK, so that case is Unknown.
+absl::Status ErrnoError(int err, absl::string_view what) {
+  if (err == 0) return absl::UnknownError(what);
+  return absl::ErrnoToStatus(err, what);
+}
+
 absl::Status FsError(const std::error_code& ec, absl::string_view what) {
   // std::filesystem reports POSIX errors in the generic category, whose values are errno values.
   return absl::ErrnoToStatus(ec.value(), what);
@@ -186,7 +192,7 @@ void AddToTotals(ConvertSummary* summary, const ConvertedFile& f) {
 // Reads an existing manifest; returns a summary when it matches `identity` and every shard it lists is
 // on disk with the recorded size, else std::nullopt (any doubt means convert again).
 std::optional<ConvertSummary> ReuseExisting(const std::string& out_dir, const std::string& manifest_path,
-                                            const std::string& identity) {
+                                            const std::string& identity, size_t expected_files) {
   std::ifstream in(manifest_path, std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream buffer;
@@ -211,8 +217,7 @@ std::optional<ConvertSummary> ReuseExisting(const std::string& out_dir, const st
     if (ec || size != f.bytes) return std::nullopt;
     AddToTotals(&summary, f);
   }
-  const size_t expected_files = static_cast<size_t>(summary.files.size());
-  if (expected_files == 0) return std::nullopt;
+  if (summary.files.size() != expected_files) return std::nullopt;
   return summary;
 }
 
@@ -247,10 +252,11 @@ absl::Status WriteManifest(const std::string& manifest_path, const std::string& 
   const std::string tmp = absl::StrCat(manifest_path, kTmpSuffix);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::ErrnoToStatus(errno, absl::StrCat(tmp, ": cannot open for writing"));
+    if (!out) return ErrnoError(errno, absl::StrCat(tmp, ": cannot open for writing"));
+    errno = 0;
     out << text;
     out.flush();
-    if (!out) return absl::ErrnoToStatus(errno, absl::StrCat(tmp, ": write failed"));
+    if (!out) return ErrnoError(errno, absl::StrCat(tmp, ": write failed"));
   }
   if (std::rename(tmp.c_str(), manifest_path.c_str()) != 0) {
     const int err = errno;
@@ -300,7 +306,8 @@ absl::StatusOr<ConvertSummary> ConvertFashionMnist(const ConvertOptions& options
   const std::string manifest_path = absl::StrCat(options.out_dir, "/", kManifestName);
   const std::string identity = ManifestIdentity(options, sources);
   if (!options.force) {
-    std::optional<ConvertSummary> existing = ReuseExisting(options.out_dir, manifest_path, identity);
+    std::optional<ConvertSummary> existing = ReuseExisting(options.out_dir, manifest_path, identity,
+                                                                 static_cast<size_t>(options.shards + TestShards(options)));
     if (existing) {
       existing->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return *std::move(existing);
@@ -383,7 +390,7 @@ int Usage(const std::string& why) {
 
 int RunConvert(const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h" || arg == "help") {
+    if (arg == "--help" || arg == "-h") {
       std::cout << kConvertUsage;
       return 0;
     }
