@@ -62,24 +62,24 @@ std::string DescribeShape(const Header& h) {
 // is too short to hold the whole header yet; errors are InvalidArgument for a header that is not IDX.
 absl::StatusOr<std::optional<Header>> TryParseHeader(absl::string_view data, absl::string_view name) {
   if (data.size() >= 2 && (data[0] != 0 || data[1] != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": not an IDX file: magic number must start with two zero bytes, found 0x",
-        absl::Hex(static_cast<unsigned char>(data[0]), absl::kZeroPad2),
-        absl::Hex(static_cast<unsigned char>(data[1]), absl::kZeroPad2)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": not an IDX file: magic number must start with two zero bytes, found 0x",
+                     absl::Hex(static_cast<unsigned char>(data[0]), absl::kZeroPad2),
+                     absl::Hex(static_cast<unsigned char>(data[1]), absl::kZeroPad2)));
   }
   if (data.size() < 4) return std::nullopt;
   const auto type_byte = static_cast<uint8_t>(data[2]);
   const auto ndims = static_cast<uint8_t>(data[3]);
   if (!KnownType(type_byte)) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": IDX magic 0x", absl::Hex(LoadBigEndian32(data.data()), absl::kZeroPad8),
-                                                   " has unknown element type byte 0x",
-                                                   absl::Hex(type_byte, absl::kZeroPad2),
-                                                   " (expected 08, 09, 0B, 0C, 0D or 0E)"));
-  }
-  if (ndims == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": IDX magic 0x", absl::Hex(LoadBigEndian32(data.data()), absl::kZeroPad8),
-                     " declares zero dimensions"));
+                     " has unknown element type byte 0x", absl::Hex(type_byte, absl::kZeroPad2),
+                     " (expected 08, 09, 0B, 0C, 0D or 0E)"));
+  }
+  if (ndims == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": IDX magic 0x",
+                                                   absl::Hex(LoadBigEndian32(data.data()), absl::kZeroPad8),
+                                                   " declares zero dimensions"));
   }
   Header h;
   h.type = static_cast<IdxType>(type_byte);
@@ -171,7 +171,8 @@ absl::StatusOr<IdxArray> InflateIdx(const std::string& compressed, const std::st
     }
     return absl::OkStatus();
   };
-  inflater.Feed(std::span<const std::byte>(reinterpret_cast<const std::byte*>(compressed.data()), compressed.size()));
+  inflater.Feed(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(compressed.data()), compressed.size()));
   for (;;) {
     absl::StatusOr<std::span<const std::byte>> piece = inflater.Next();
     if (!piece.ok()) return piece.status();

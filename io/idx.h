@@ -57,7 +57,9 @@ struct IdxArray {
   std::string bytes;  // row-major elements as stored in the file (big-endian for multi-byte types)
 
   // The 32-bit magic number as the file states it, e.g. 2051 for uint8 images with 3 dims.
-  uint32_t magic() const { return (uint32_t{static_cast<uint8_t>(type)} << 8) | static_cast<uint32_t>(dims.size()); }
+  uint32_t magic() const {
+    return (uint32_t{static_cast<uint8_t>(type)} << 8) | static_cast<uint32_t>(dims.size());
+  }
   // Product of dims.
   uint64_t num_elements() const;
   size_t element_size() const { return IdxElementSize(type); }

@@ -99,15 +99,15 @@ TEST_F(IdxTest, ReadsUint8OneDim) {
 
 TEST_F(IdxTest, MultiByteTypesAreBigEndian) {
   // int16 -2 and 258; int32 -7; float32 1.5 (0x3FC00000).
-  const std::string i16 = Header(0x0B, {2}) + std::string{static_cast<char>(0xFF), static_cast<char>(0xFE), 1, 2};
+  const std::string i16 =
+      Header(0x0B, {2}) + std::string{static_cast<char>(0xFF), static_cast<char>(0xFE), 1, 2};
   absl::StatusOr<IdxArray> a = ReadIdxFile(Write("i16", i16));
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->ElementAsInt64(0), -2);
   EXPECT_EQ(a->ElementAsInt64(1), 258);
 
-  const std::string i32 =
-      Header(0x0C, {1}) + std::string{static_cast<char>(0xFF), static_cast<char>(0xFF), static_cast<char>(0xFF),
-                                      static_cast<char>(0xF9)};
+  const std::string i32 = Header(0x0C, {1}) + std::string{static_cast<char>(0xFF), static_cast<char>(0xFF),
+                                                          static_cast<char>(0xFF), static_cast<char>(0xF9)};
   a = ReadIdxFile(Write("i32", i32));
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->ElementAsInt64(0), -7);
@@ -199,7 +199,7 @@ TEST_F(IdxTest, TrailingBytesAreDataLoss) {
   absl::StatusOr<IdxArray> a = ReadIdxFile(path);
   EXPECT_EQ(a.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(Msg(a.status()), AllOf(HasSubstr(path), HasSubstr("trailing bytes"),
-                                          HasSubstr("expected 12 bytes"), HasSubstr("file has 14")));
+                                     HasSubstr("expected 12 bytes"), HasSubstr("file has 14")));
 }
 
 TEST_F(IdxTest, GzipSizeErrorsNameTheDecompressedSize) {
@@ -207,7 +207,7 @@ TEST_F(IdxTest, GzipSizeErrorsNameTheDecompressedSize) {
   absl::StatusOr<IdxArray> a = ReadIdxFile(trailing);
   EXPECT_EQ(a.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(Msg(a.status()), AllOf(HasSubstr(trailing), HasSubstr("trailing bytes"),
-                                          HasSubstr("decompressed stream has 100012")));
+                                     HasSubstr("decompressed stream has 100012")));
 
   const std::string truncated = Write("truncated.gz", Gzip(Header(0x08, {5, 28, 28}) + Pattern(100)));
   a = ReadIdxFile(truncated);

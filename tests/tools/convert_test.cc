@@ -79,7 +79,8 @@ struct Sample {
 };
 
 // Decodes the shards of one split (in summary order) into samples, checking the Example layout.
-std::vector<Sample> ReadSplit(const ConvertSummary& summary, const std::string& split, Compression compression) {
+std::vector<Sample> ReadSplit(const ConvertSummary& summary, const std::string& split,
+                              Compression compression) {
   std::vector<Sample> samples;
   for (const ConvertedFile& f : summary.files) {
     if (f.split != split) continue;
@@ -135,7 +136,8 @@ class ConvertTest : public ::testing::Test {
   }
   void WriteSplit(const std::string& prefix, uint32_t images, uint32_t labels) {
     std::string image_bytes = IdxHeader({images, 28, 28});
-    for (size_t i = 0; i < images * kPixels; ++i) image_bytes.push_back(static_cast<char>((i * 13 + 1) & 0xFF));
+    for (size_t i = 0; i < images * kPixels; ++i)
+      image_bytes.push_back(static_cast<char>((i * 13 + 1) & 0xFF));
     WriteFile(absl::StrCat(src_, "/", prefix, "-images-idx3-ubyte"), image_bytes);
     std::string label_bytes = IdxHeader({labels});
     for (uint32_t i = 0; i < labels; ++i) label_bytes.push_back(static_cast<char>(i % 10));
@@ -153,7 +155,8 @@ class ConvertTest : public ::testing::Test {
   // The names in out_ (sorted), to check that no temporary file is left behind.
   std::vector<std::string> OutNames() const {
     std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(out_)) names.push_back(e.path().filename().string());
+    for (const auto& e : std::filesystem::directory_iterator(out_))
+      names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -187,9 +190,9 @@ TEST_F(ConvertTest, SyntheticRoundTripContiguousShards) {
   EXPECT_EQ(summary->files[4].records, 2);
   EXPECT_EQ(summary->files[0].path, out_ + "/train-00000-of-00003.tfrecord");
   EXPECT_EQ(summary->files[4].path, out_ + "/test-00001-of-00002.tfrecord");
-  EXPECT_THAT(OutNames(), ElementsAre("manifest.txt", "test-00000-of-00002.tfrecord", "test-00001-of-00002.tfrecord",
-                                      "train-00000-of-00003.tfrecord", "train-00001-of-00003.tfrecord",
-                                      "train-00002-of-00003.tfrecord"));
+  EXPECT_THAT(OutNames(), ElementsAre("manifest.txt", "test-00000-of-00002.tfrecord",
+                                      "test-00001-of-00002.tfrecord", "train-00000-of-00003.tfrecord",
+                                      "train-00001-of-00003.tfrecord", "train-00002-of-00003.tfrecord"));
   uint64_t total = 0;
   for (const ConvertedFile& f : summary->files) {
     EXPECT_EQ(std::filesystem::file_size(f.path), f.bytes);
@@ -364,23 +367,37 @@ TEST_F(ConvertTest, UnwritableOutputNamesThePath) {
   EXPECT_THAT(Msg(summary.status()), HasSubstr(options.out_dir));
 }
 
+// Runs the command with stdout and stderr captured (usage text would flood the test log).
+int RunQuiet(const std::vector<std::string>& args, std::string* err = nullptr) {
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = RunConvert(args);
+  ::testing::internal::GetCapturedStdout();
+  const std::string captured = ::testing::internal::GetCapturedStderr();
+  if (err != nullptr) *err = captured;
+  return code;
+}
+
 TEST_F(ConvertTest, RunConvertExitCodes) {
   WriteSource(4, 2);
-  EXPECT_EQ(RunConvert({"--help"}), 0);
-  EXPECT_EQ(RunConvert({}), 2);
-  EXPECT_EQ(RunConvert({"mnist-digits", "--out", out_}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist"}), 2);  // --out is required
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--shards", "x"}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--shards=0"}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--compression=brotli"}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--limit", "-3"}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--bogus"}), 2);
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out"}), 2);
+  EXPECT_EQ(RunQuiet({"--help"}), 0);
+  std::string err;
+  EXPECT_EQ(RunQuiet({}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("usage: sluice convert fashion-mnist"));
+  EXPECT_EQ(RunQuiet({"mnist-digits", "--out", out_}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("unknown dataset \"mnist-digits\""));
+  EXPECT_EQ(RunQuiet({"fashion-mnist"}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--out DIR is required"));
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--shards", "x"}), 2);
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--shards=0"}), 2);
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--compression=brotli"}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("brotli"));
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--limit", "-3"}), 2);
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--bogus"}), 2);
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out"}), 2);
+  EXPECT_FALSE(std::filesystem::exists(out_));
 
-  ::testing::internal::CaptureStderr();
-  const int missing = RunConvert({"fashion-mnist", "--out", out_, "--source", src_ + "/nope"});
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(missing, 1);
+  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--source", src_ + "/nope"}, &err), 1);
   EXPECT_THAT(err, HasSubstr(src_ + "/nope"));
 
   ::testing::internal::CaptureStdout();
@@ -451,8 +468,8 @@ class RealDataTest : public ConvertTest {
       // Reference values read independently (Python's gzip module) from the package's files, so the
       // round trip is not only checked against this project's own IDX reader.
       const bool train = std::string(split.split) == "train";
-      const std::vector<int64_t> first_labels =
-          train ? std::vector<int64_t>{9, 0, 0, 3, 0, 2, 7, 2, 5, 5} : std::vector<int64_t>{9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
+      const std::vector<int64_t> first_labels = train ? std::vector<int64_t>{9, 0, 0, 3, 0, 2, 7, 2, 5, 5}
+                                                      : std::vector<int64_t>{9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
       for (size_t i = 0; i < first_labels.size(); ++i) EXPECT_EQ(samples[i].label, first_labels[i]) << i;
       int64_t pixel_sum = 0;
       for (char c : samples[0].image) pixel_sum += static_cast<unsigned char>(c);

@@ -111,7 +111,8 @@ absl::Status ValidateSplit(const SplitSources& src, const io::IdxArray& images, 
   if (images.type != io::IdxType::kUint8 || images.dims.size() != 3 || images.dims[1] != kImageSide ||
       images.dims[2] != kImageSide) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src.images.path, ": expected Fashion-MNIST images, IDX magic 2051 (uint8, 3 dims N x 28 x 28); found ",
+        absl::StrCat(src.images.path,
+                     ": expected Fashion-MNIST images, IDX magic 2051 (uint8, 3 dims N x 28 x 28); found ",
                      Describe(images)));
   }
   if (labels.type != io::IdxType::kUint8 || labels.dims.size() != 1) {
@@ -120,9 +121,9 @@ absl::Status ValidateSplit(const SplitSources& src, const io::IdxArray& images, 
         Describe(labels)));
   }
   if (images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat("fashion-mnist: ", src.images.path, " has ", images.dims[0],
-                                                   " images but ", src.labels.path, " has ", labels.dims[0],
-                                                   " labels"));
+    return absl::InvalidArgumentError(absl::StrCat("fashion-mnist: ", src.images.path, " has ",
+                                                   images.dims[0], " images but ", src.labels.path, " has ",
+                                                   labels.dims[0], " labels"));
   }
   for (size_t i = 0; i < labels.bytes.size(); ++i) {
     const int64_t label = static_cast<unsigned char>(labels.bytes[i]);
@@ -179,8 +180,8 @@ std::string ManifestIdentity(const ConvertOptions& options, const SplitSources (
 }
 
 std::string FileLine(const ConvertedFile& f) {
-  return absl::StrCat("file ", f.split, " ", std::filesystem::path(f.path).filename().string(), " ", f.records,
-                      " ", f.bytes, "\n");
+  return absl::StrCat("file ", f.split, " ", std::filesystem::path(f.path).filename().string(), " ",
+                      f.records, " ", f.bytes, "\n");
 }
 
 void AddToTotals(ConvertSummary* summary, const ConvertedFile& f) {
@@ -267,14 +268,16 @@ absl::Status WriteManifest(const std::string& manifest_path, const std::string& 
 }
 
 absl::Status ValidateOptions(const ConvertOptions& options) {
-  if (options.out_dir.empty()) return absl::InvalidArgumentError("fashion-mnist: the output directory is empty");
+  if (options.out_dir.empty())
+    return absl::InvalidArgumentError("fashion-mnist: the output directory is empty");
   if (options.shards < 1 || options.shards > kMaxShards) {
     return absl::InvalidArgumentError(
         absl::StrCat("fashion-mnist: shards must be 1..", kMaxShards, ", got ", options.shards));
   }
   if (options.test_shards < 0 || options.test_shards > kMaxShards) {
     return absl::InvalidArgumentError(absl::StrCat("fashion-mnist: test shards must be 1..", kMaxShards,
-                                                   " (or 0 for the same as shards), got ", options.test_shards));
+                                                   " (or 0 for the same as shards), got ",
+                                                   options.test_shards));
   }
   if (options.limit < -1) {
     return absl::InvalidArgumentError(
@@ -306,8 +309,8 @@ absl::StatusOr<ConvertSummary> ConvertFashionMnist(const ConvertOptions& options
   const std::string manifest_path = absl::StrCat(options.out_dir, "/", kManifestName);
   const std::string identity = ManifestIdentity(options, sources);
   if (!options.force) {
-    std::optional<ConvertSummary> existing = ReuseExisting(options.out_dir, manifest_path, identity,
-                                                                 static_cast<size_t>(options.shards + TestShards(options)));
+    std::optional<ConvertSummary> existing = ReuseExisting(
+        options.out_dir, manifest_path, identity, static_cast<size_t>(options.shards + TestShards(options)));
     if (existing) {
       existing->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return *std::move(existing);
@@ -377,8 +380,8 @@ bool TakeValue(const std::vector<std::string>& args, size_t* i, const std::strin
 }
 
 bool Matches(const std::string& arg, const std::string& name) {
-  return arg == name || (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
-                         arg[name.size()] == '=');
+  return arg == name ||
+         (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 && arg[name.size()] == '=');
 }
 
 int Usage(const std::string& why) {
@@ -396,7 +399,8 @@ int RunConvert(const std::vector<std::string>& args) {
     }
   }
   if (args.empty()) return Usage("missing dataset name");
-  if (args[0] != "fashion-mnist") return Usage(absl::StrCat("unknown dataset \"", args[0], "\" (known: fashion-mnist)"));
+  if (args[0] != "fashion-mnist")
+    return Usage(absl::StrCat("unknown dataset \"", args[0], "\" (known: fashion-mnist)"));
 
   ConvertOptions options;
   bool have_out = false;

@@ -71,7 +71,7 @@ struct ConvertOptions {
   int shards = 8;       // train split; 1..100000
   int test_shards = 0;  // 0: same as shards
   Compression compression = Compression::kNone;
-  int64_t limit = -1;   // -1: all examples; else the first `limit` of each split
+  int64_t limit = -1;  // -1: all examples; else the first `limit` of each split
   bool force = false;
 };
 
@@ -92,7 +92,8 @@ struct ConvertSummary {
   std::string manifest_path;
 };
 
-// Output file name of one shard, e.g. ShardFileName("train", 0, 8, kGzip) == "train-00000-of-00008.tfrecord.gz".
+// Output file name of one shard, e.g. ShardFileName("train", 0, 8, kGzip) ==
+// "train-00000-of-00008.tfrecord.gz".
 std::string ShardFileName(const std::string& split, int index, int count, Compression compression);
 
 absl::StatusOr<ConvertSummary> ConvertFashionMnist(const ConvertOptions& options);
