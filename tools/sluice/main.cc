@@ -1,12 +1,14 @@
 // The `sluice` command line: one binary, one subcommand per task.
 //
 //   sluice inspect [--all] [--compression=auto|none|gzip|zlib] FILE...
+//   sluice convert fashion-mnist --out DIR [--shards N] [--compression=none|gzip|zlib] ...
 //   sluice help | --help
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tools/sluice/convert.h"
 #include "tools/sluice/inspect.h"
 
 namespace {
@@ -16,6 +18,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  inspect   describe TFRecord files: compression, records, bytes, CRC status, first Example\n"
+    "  convert   write a dataset (fashion-mnist) as sharded TFRecord files of tf.train.Example\n"
     "  help      show this message, or `sluice help <command>` for one command\n";
 
 }  // namespace
@@ -31,12 +34,15 @@ int main(int argc, char** argv) {
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args.front() == "inspect") {
       std::fputs(sluice::tools::kInspectUsage, stdout);
+    } else if (!args.empty() && args.front() == "convert") {
+      std::fputs(sluice::tools::kConvertUsage, stdout);
     } else {
       std::fputs(kUsage, stdout);
     }
     return 0;
   }
   if (command == "inspect") return sluice::tools::RunInspect(args);
+  if (command == "convert") return sluice::tools::RunConvert(args);
   std::fprintf(stderr, "sluice: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }
