@@ -353,6 +353,16 @@ float DefaultLearningRate(const Model& model) {
   return model.name() == "softmax" ? kSoftmaxLearningRate : kMlpLearningRate;
 }
 
+float DefaultWeightDecay(const Model& model) {
+  return model.name() == "softmax" ? kSoftmaxWeightDecay : kMlpWeightDecay;
+}
+
+float CosineLearningRate(float base, int epoch, int num_epochs) {
+  if (num_epochs <= 0) return base;
+  const double progress = std::clamp(static_cast<double>(epoch) / num_epochs, 0.0, 1.0);
+  return static_cast<float>(base * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+}
+
 absl::Status AverageGradients(std::span<const std::span<const float>> per_replica_grads,
                               std::span<const int64_t> per_replica_batch_sizes, std::span<float> out) {
   if (per_replica_grads.size() != per_replica_batch_sizes.size()) {

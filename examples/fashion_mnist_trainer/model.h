@@ -20,7 +20,8 @@
 //
 //   std::unique_ptr<Model> model = *MakeModel("mlp", /*seed=*/42);
 //   std::vector<float> grads(model->num_parameters());
-//   SgdMomentum sgd{.learning_rate = kMlpLearningRate, .momentum = kDefaultMomentum};
+//   SgdMomentum sgd{.learning_rate = kMlpLearningRate, .momentum = kDefaultMomentum,
+//                   .weight_decay = kMlpWeightDecay};
 //   absl::StatusOr<float> loss = model->ComputeGradients(images, labels, grads);
 //   if (loss.ok()) sgd.Apply(model->parameters(), grads).IgnoreError();
 //   absl::StatusOr<EvalResult> eval = Evaluate(*model, test_images, test_labels, kDefaultBatchSize);
@@ -42,14 +43,37 @@ namespace fashion_mnist {
 inline constexpr int kImageSize = 28 * 28;
 inline constexpr int kNumClasses = 10;
 
-// Training defaults (being measured on the real data; see the commit that fixes them).
+// Training defaults, measured on the real data (60,000 train / 10,000 test images from Debian's
+// dataset-fashion-mnist, pixels standardised with StandardizePixel(), shuffled each epoch with a fixed seed,
+// global batch 256, SGD with momentum 0.9, learning rate CosineLearningRate() over 5 epochs, seed 42):
+// - softmax regression, learning rate 0.02, no weight decay: test accuracy 0.8234 / 0.8300 / 0.8389 / 0.8408 /
+//   0.8429 after epochs 1..5 (>= 0.84 from epoch 4).
+// - MLP 784-256-10, learning rate 0.05, weight decay 1e-4: test accuracy 0.8536 / 0.8654 / 0.8757 / 0.8815 /
+//   0.8834 after epochs 1..5 (>= 0.87 from epoch 3).
+// Without standardisation (pixels in [0, 1]) or without the decay both models land 0.5-2 points lower in 5
+// epochs (softmax ~0.837, MLP ~0.863 at a constant 0.05). Published baselines: ~0.84 logistic regression,
+// ~0.88 MLP.
 inline constexpr int kDefaultBatchSize = 256;
 inline constexpr int kDefaultEpochs = 5;
 inline constexpr int kDefaultHiddenUnits = 256;
-inline constexpr float kSoftmaxLearningRate = 0.05f;
+inline constexpr float kSoftmaxLearningRate = 0.02f;
 inline constexpr float kMlpLearningRate = 0.05f;
 inline constexpr float kDefaultMomentum = 0.9f;
-inline constexpr float kDefaultWeightDecay = 1e-4f;
+inline constexpr float kSoftmaxWeightDecay = 0.0f;
+inline constexpr float kMlpWeightDecay = 1e-4f;
+
+// Mean and standard deviation of Fashion-MNIST's training pixels after scaling to [0, 1].
+inline constexpr float kPixelMean = 0.2860f;
+inline constexpr float kPixelStd = 0.3530f;
+
+// (pixel / 255 - kPixelMean) / kPixelStd: zero-mean, unit-variance inputs, which the defaults above assume.
+inline float StandardizePixel(uint8_t pixel) {
+  return (static_cast<float>(pixel) * (1.0f / 255.0f) - kPixelMean) * (1.0f / kPixelStd);
+}
+
+// Cosine decay per epoch: base * (1 + cos(pi * epoch / num_epochs)) / 2 for the 0-based `epoch`, so the first
+// epoch runs at `base` and the last at a small fraction of it. num_epochs <= 0 gives `base`.
+float CosineLearningRate(float base, int epoch, int num_epochs);
 
 // The common interface of the models. Subclasses fix the parameter layout at construction.
 class Model {
@@ -111,8 +135,9 @@ class Mlp final : public Model {
 // "softmax" -> SoftmaxRegression, "mlp" -> Mlp with kDefaultHiddenUnits; anything else is InvalidArgument.
 absl::StatusOr<std::unique_ptr<Model>> MakeModel(std::string_view name, uint64_t seed);
 
-// The learning rate measured for `model` (kSoftmaxLearningRate or kMlpLearningRate).
+// The learning rate and weight decay measured for `model` (kSoftmax* or kMlp* above).
 float DefaultLearningRate(const Model& model);
+float DefaultWeightDecay(const Model& model);
 
 // out = sum_r(batch_size_r * grads_r) / sum_r(batch_size_r): the gradient of the mean loss over the union of
 // the replicas' batches, since each replica's gradient is a mean over its own batch. Replicas with batch size 0

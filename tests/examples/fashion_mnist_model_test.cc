@@ -384,9 +384,18 @@ TEST(FashionMnistModelTest, LossIsStableForHugeLogits) {
   EXPECT_NEAR(grads[kImageSize * kNumClasses + 1], -0.5f, 1e-6f);
 }
 
-TEST(FashionMnistModelTest, DefaultLearningRates) {
+TEST(FashionMnistModelTest, Defaults) {
   EXPECT_EQ(DefaultLearningRate(SoftmaxRegression(1)), kSoftmaxLearningRate);
   EXPECT_EQ(DefaultLearningRate(Mlp(1, 4)), kMlpLearningRate);
+  EXPECT_EQ(DefaultWeightDecay(SoftmaxRegression(1)), kSoftmaxWeightDecay);
+  EXPECT_EQ(DefaultWeightDecay(Mlp(1, 4)), kMlpWeightDecay);
+  EXPECT_FLOAT_EQ(StandardizePixel(0), -kPixelMean / kPixelStd);
+  EXPECT_FLOAT_EQ(StandardizePixel(255), (1.0f - kPixelMean) / kPixelStd);
+  EXPECT_FLOAT_EQ(CosineLearningRate(0.1f, 0, 5), 0.1f);
+  EXPECT_FLOAT_EQ(CosineLearningRate(0.1f, 5, 10), 0.05f);
+  EXPECT_NEAR(CosineLearningRate(0.1f, 10, 10), 0.0f, 1e-9f);
+  EXPECT_LT(CosineLearningRate(0.1f, 4, 5), CosineLearningRate(0.1f, 3, 5));
+  EXPECT_FLOAT_EQ(CosineLearningRate(0.1f, 3, 0), 0.1f);
   EXPECT_EQ((*MakeModel("mlp", 1))->name(), "mlp");
   EXPECT_EQ((*MakeModel("softmax", 1))->name(), "softmax");
 }
