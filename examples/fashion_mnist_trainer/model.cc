@@ -14,24 +14,17 @@ namespace {
 // The matrix kernel keeps a kRows x kCols block of C in registers while it walks the shared dimension, so
 // each loaded element of B feeds kRows multiply-adds. The block is written with GCC/Clang vector extensions
 // (eight floats, lowered to two SSE registers on baseline x86-64) because GCC 12 at -O2 only vectorises loops
-// with "very cheap" cost and did not keep array accumulators in registers: 38 ms per MLP step of 256 images
-// before, see the benchmark for after. target_clones adds an AVX2+FMA build of the kernel chosen at load time
-// (ifunc), so the binary still runs on any x86-64.
+// with "very cheap" cost and kept a first, array-based version's accumulators in memory. target_clones adds an
+// AVX2+FMA build of the kernel chosen at load time (ifunc), so the binary still runs on any x86-64; sanitizer
+// builds skip it because ifunc resolvers run before the sanitizer runtime is initialised.
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
 constexpr int kRows = 4;
 constexpr int kCols = 16;  // two Vec8 per row
 
-#if defined(__GNUC__) && !defined(__clang__)
-// The helpers below pass Vec8 by value; they are internal and inlined, so the AVX calling-convention note GCC
-// emits for them is irrelevant.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+// Unaligned load and store through references: passing or returning a 32-byte vector by value trips -Wpsabi
+// (the AVX calling convention) in both GCC and Clang.
+inline void Load8(Vec8& dst, const float* src) { std::memcpy(&dst, src, sizeof(Vec8)); }
 
-inline Vec8 Load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 inline void Store8(float* p, const Vec8& v) { std::memcpy(p, &v, sizeof(v)); }
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -50,8 +43,10 @@ inline void MicroKernel(int k, const float* const rows[kRows], int64_t a_col, co
   const float* a2 = rows[2];
   const float* a3 = rows[3];
   for (int p = 0; p < k; ++p) {
-    const Vec8 b0 = Load8(b + p * ldb);
-    const Vec8 b1 = Load8(b + p * ldb + 8);
+    Vec8 b0;
+    Vec8 b1;
+    Load8(b0, b + p * ldb);
+    Load8(b1, b + p * ldb + 8);
     const int64_t ap = p * a_col;
     const float x0 = a0[ap], x1 = a1[ap], x2 = a2[ap], x3 = a3[ap];
     c00 += x0 * b0;
