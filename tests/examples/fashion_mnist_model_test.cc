@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -382,6 +383,35 @@ TEST(FashionMnistModelTest, LossIsStableForHugeLogits) {
   // d loss / d bias_0 = mean(p0 - onehot0) = (0 + 1) / 2; d bias_1 = (0 + (0 - 1)) / 2.
   EXPECT_NEAR(grads[kImageSize * kNumClasses + 0], 0.5f, 1e-6f);
   EXPECT_NEAR(grads[kImageSize * kNumClasses + 1], -0.5f, 1e-6f);
+}
+
+TEST(FashionMnistModelTest, ConcurrentReplicasGetTheSameGradientsAsOneThread) {
+  // Replica threads share one model between optimizer steps; per-call scratch keeps them independent.
+  Mlp model(/*seed=*/9, /*hidden_units=*/16);
+  constexpr int kThreads = 3;
+  constexpr int kIterations = 10;
+  std::vector<Batch> batches;
+  std::vector<std::vector<float>> expected;
+  for (int t = 0; t < kThreads; ++t) {
+    batches.push_back(RandomBatch(6, 300 + t));
+    expected.emplace_back(static_cast<size_t>(model.num_parameters()));
+    ASSERT_TRUE(model.ComputeGradients(batches[t].images, batches[t].labels, expected[t]).ok());
+  }
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&model, &batches, &expected, &mismatches, t] {
+      std::vector<float> grads(static_cast<size_t>(model.num_parameters()));
+      for (int i = 0; i < kIterations; ++i) {
+        if (!model.ComputeGradients(batches[t].images, batches[t].labels, grads).ok() ||
+            !BitwiseEqual(grads, expected[t])) {
+          ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, std::vector<int>(kThreads, 0));
 }
 
 TEST(FashionMnistModelTest, Defaults) {
