@@ -225,7 +225,8 @@ TEST(FashionMnistModelTest, AverageGradientsWeightsReplicasByBatchSize) {
   int64_t offset = 0;
   for (int64_t size : sizes) {
     replica_grads.emplace_back(static_cast<size_t>(model.num_parameters()));
-    std::span<const float> images = std::span<const float>(whole.images).subspan(offset * kImageSize, size * kImageSize);
+    std::span<const float> images =
+        std::span<const float>(whole.images).subspan(offset * kImageSize, size * kImageSize);
     std::span<const int64_t> labels = std::span<const int64_t>(whole.labels).subspan(offset, size);
     ASSERT_TRUE(model.ComputeGradients(images, labels, replica_grads.back()).ok());
     offset += size;

@@ -90,7 +90,11 @@ TEST(ProgressTest, LogModeOneBigStepLogsOnceAndTimeTriggersLogs) {
   ManualProgressClock clock;
   std::ostringstream out;
   EpochProgress bar(out, clock,
-                    {.epoch = 1, .num_epochs = 1, .total_images = 100, .interactive = false, .log_interval_seconds = 10});
+                    {.epoch = 1,
+                     .num_epochs = 1,
+                     .total_images = 100,
+                     .interactive = false,
+                     .log_interval_seconds = 10});
   clock.AdvanceSeconds(1.0);
   bar.Update(55, 1.0);  // crosses 10% .. 50% at once
   EXPECT_EQ(Lines(out.str()).size(), 1u);
