@@ -1,9 +1,6 @@
 // Cost of the Fashion-MNIST trainer's model math on one core: forward+backward per global batch, evaluation
 // throughput, and the per-step bookkeeping (gradient averaging, optimizer).
-//
-// Benchmarks link only libsluice (see CMakeLists.txt), not the example folders' libraries, so this file
-// compiles the model's translation unit into itself. It is the only translation unit of this binary that does.
-#include "examples/fashion_mnist_trainer/model.cc"  // NOLINT: see above
+#include "examples/fashion_mnist_trainer/model.h"
 
 #include <cstdint>
 #include <memory>
