@@ -343,7 +343,7 @@ class ReplicaQueue {
     // a parked consumer. seq_cst on both: with the consumer's flag store then count load, one of the two
     // loads sees the other side's store (Dekker), so a consumer that parks always gets woken.
     count_.fetch_add(1, std::memory_order_seq_cst);
-    if (consumer_parked_.load(std::memory_order_seq_cst)) WakeOne(poppers_, consumer_parked_);
+    if (consumer_parked_.load(std::memory_order_seq_cst)) WakeConsumer();
     return Outcome::kPushed;
   }
 
@@ -361,19 +361,30 @@ class ReplicaQueue {
   bool TakeCounted(std::optional<T>* out) {
     if (!storage_.TryDequeue(out)) return false;  // cannot happen with a correct count; the caller waits
     count_.fetch_sub(1, std::memory_order_seq_cst);
-    if (producer_parked_.load(std::memory_order_seq_cst)) WakeOne(pushers_, producer_parked_);
+    if (producer_parked_.load(std::memory_order_seq_cst)) WakeProducer();
     return true;
   }
 
-  // Wakes the parked side, if it is still parked (the flag may be stale: it was raised, then the re-check
-  // under the mutex found the state it waited for).
-  void WakeOne(detail::WaiterList& list, std::atomic<bool>& parked) {
+  // Wake the other side only if it is parked *and* what it waits for holds now. The flag alone does not
+  // say so: between our count update and our flag load, the other side may have used up what we produced
+  // and parked again, and a woken waiter completes in await_resume, where it cannot park again. Parking
+  // re-checks the count under this mutex, so "parked" implies "was blocked then", and only we can unblock
+  // it; if the condition fails here, our element (room) was already used before it parked, and the next
+  // count update, or Close(), wakes it. (The flag stays raised while a waiter is published: only a waker
+  // removing it, or Close(), lowers it.)
+  void WakeConsumer() {
     detail::WakeList wake;  // declared before the lock: resumes after the unlock
     std::lock_guard<std::mutex> lock(mutex_);
-    if (detail::Waiter* w = list.PopFront()) {
-      parked.store(false, std::memory_order_relaxed);
-      wake.Add(w);
-    }
+    if (poppers_.empty() || count_.load(std::memory_order_seq_cst) == 0) return;
+    consumer_parked_.store(false, std::memory_order_relaxed);
+    wake.Add(poppers_.PopFront());
+  }
+  void WakeProducer() {
+    detail::WakeList wake;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pushers_.empty() || count_.load(std::memory_order_seq_cst) >= capacity_) return;
+    producer_parked_.store(false, std::memory_order_relaxed);
+    wake.Add(pushers_.PopFront());
   }
 
   const size_t capacity_;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -81,6 +82,7 @@ void BM_FanOut(benchmark::State& state) {
         int64_t sum = 0;
         for (;;) {
           absl::StatusOr<std::optional<int64_t>> v = queues[r].PopBlocking();
+          if (!v.ok()) std::fprintf(stderr, "replica %d: %s\n", r, v.status().ToString().c_str());
           if (!v.ok() || !v->has_value()) break;
           sum += **v;
         }

@@ -263,6 +263,32 @@ TEST(ReplicaQueueTest, SpscOrderBlockingConsumerCoroutineProducer) {
   EXPECT_EQ(expected, kManyItems);
 }
 
+TEST(ReplicaQueueTest, CapacityOneBlockingBothSidesEveryPopSucceeds) {
+  ReplicaQueue<int64_t> q(1);
+  const int64_t n = kManyItems / 10;
+  std::thread producer([&] {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!q.PushBlocking(i).ok()) return;
+    }
+    q.Close();
+  });
+  int64_t expected = 0;
+  int errors = 0;
+  for (;;) {
+    absl::StatusOr<std::optional<int64_t>> v = q.PopBlocking();
+    if (!v.ok()) {
+      ++errors;
+      continue;
+    }
+    if (!v->has_value()) break;
+    EXPECT_EQ(**v, expected);
+    ++expected;
+  }
+  producer.join();
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(expected, n);
+}
+
 TEST(ReplicaQueueTest, CoroutinesOnBothSidesResumeThroughExecutor) {
   ThreadPool pool(2);
   ReplicaQueue<int64_t> q(8, &pool);
@@ -391,17 +417,24 @@ TEST(ReplicaQueueTest, SlowConsumerFastProducerHoldsBoundedMemory) {
 // One producer thread feeds N queues round-robin; N consumer threads each drain one. Every item arrives
 // exactly once, in order per queue.
 TEST(ReplicaQueuesTest, FanOutRoundRobinEveryItemOnce) {
-  for (int n : {2, 4}) {
-    ReplicaQueues<int64_t> queues(n, 64);
+  // Capacity 1 makes both sides park and wake all the time, which once exposed a wake-up meant for an
+  // element the consumer had already taken (a woken Pop found nothing): every pop must succeed.
+  for (auto [n, capacity] : {std::pair<int, size_t>{2, 64}, {4, 64}, {3, 1}}) {
+    ReplicaQueues<int64_t> queues(n, capacity);
+    std::atomic<int> errors{0};
     ASSERT_EQ(queues.size(), n);
     const int64_t total = kManyItems / 20;
     std::vector<std::vector<int64_t>> got(static_cast<size_t>(n));
     std::vector<std::thread> consumers;
     for (int r = 0; r < n; ++r) {
-      consumers.emplace_back([&queues, &got, r] {
+      consumers.emplace_back([&queues, &got, &errors, r] {
         for (;;) {
           absl::StatusOr<std::optional<int64_t>> v = queues[r].PopBlocking();
-          if (!v.ok() || !v->has_value()) return;
+          if (!v.ok()) {
+            errors.fetch_add(1);
+            continue;  // keep draining, so the producer is never stuck on a full queue
+          }
+          if (!v->has_value()) return;
           got[static_cast<size_t>(r)].push_back(**v);
         }
       });
@@ -429,6 +462,7 @@ TEST(ReplicaQueuesTest, FanOutRoundRobinEveryItemOnce) {
     int64_t once = 0;
     for (int s : seen) once += (s == 1) ? 1 : 0;
     EXPECT_EQ(once, total);
+    EXPECT_EQ(errors.load(), 0);
   }
 }
 
