@@ -419,7 +419,9 @@ TEST(ReplicaQueueTest, SlowConsumerFastProducerHoldsBoundedMemory) {
 TEST(ReplicaQueuesTest, FanOutRoundRobinEveryItemOnce) {
   // Capacity 1 makes both sides park and wake all the time, which once exposed a wake-up meant for an
   // element the consumer had already taken (a woken Pop found nothing): every pop must succeed.
-  for (auto [n, capacity] : {std::pair<int, size_t>{2, 64}, {4, 64}, {3, 1}}) {
+  for (std::pair<int, size_t> config : {std::pair<int, size_t>{2, 64}, {4, 64}, {3, 1}}) {
+    const int n = config.first;  // not a structured binding: clang 14 cannot capture those in lambdas
+    const size_t capacity = config.second;
     ReplicaQueues<int64_t> queues(n, capacity);
     std::atomic<int> errors{0};
     ASSERT_EQ(queues.size(), n);
