@@ -31,6 +31,7 @@
 #include "sluice/ops/batch.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/file_sources.h"
 #include "sluice/ops/filter.h"
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/interleave.h"
@@ -49,6 +50,13 @@
 namespace sluice {
 
 using ops::kAutotune;
+
+namespace detail {
+template <class T>
+struct IsVector : std::false_type {};
+template <class U>
+struct IsVector<std::vector<U>> : std::true_type {};
+}  // namespace detail
 
 template <class T>
 class Dataset {
@@ -153,7 +161,7 @@ class Dataset {
 
   // For a Dataset<std::vector<U>>: the vectors' elements, in order.
   auto Unbatch() const
-    requires requires { typename T::value_type; } && std::is_same_v<T, std::vector<typename T::value_type>>
+    requires detail::IsVector<T>::value
   {
     using U = typename T::value_type;
     return Dataset<U>(std::make_shared<ops::UnbatchNode<U>>(node_));
@@ -167,6 +175,29 @@ class Dataset {
 template <class A, class B>
 Dataset<std::pair<A, B>> Zip(const Dataset<A>& a, const Dataset<B>& b) {
   return Dataset<std::pair<A, B>>(std::make_shared<ops::ZipNode<A, B>>(a.node(), b.node()));
+}
+
+// The files matching `patterns` (glob), sorted; shuffled by default as tf.data.Dataset.list_files.
+inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, bool shuffle = true,
+                                      std::optional<uint64_t> seed = std::nullopt) {
+  absl::StatusOr<std::vector<std::string>> files = ops::MatchFiles(patterns);
+  if (!files.ok()) return Dataset<std::string>(ops::MakeErrorSource<std::string>("ListFiles", files.status()));
+  int64_t count = static_cast<int64_t>(files->size());
+  Dataset<std::string> names(std::make_shared<ops::FromVectorNode<std::string>>(
+      std::make_shared<const std::vector<std::string>>(std::move(*files))));
+  return shuffle ? names.Shuffle(count, seed) : names;
+}
+
+// The records of TFRecord files, file after file (tf.data.TFRecordDataset).
+inline Dataset<std::string> TFRecord(std::vector<std::string> files, Compression compression = Compression::kNone) {
+  return Dataset<std::string>(
+      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTFRecord, compression));
+}
+
+// The lines of text files, without their line endings (tf.data.TextLineDataset).
+inline Dataset<std::string> TextLines(std::vector<std::string> files, Compression compression = Compression::kNone) {
+  return Dataset<std::string>(
+      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTextLines, compression));
 }
 
 // Range(stop) = Range(0, stop, 1), as tf.data.Dataset.range.

@@ -1,0 +1,53 @@
+// File sources.
+// ListFiles(patterns, shuffle, seed): the files matching the glob patterns, as tf.data.Dataset.list_files:
+//   sorted and de-duplicated, then (shuffle, the default) shuffled with a buffer of all names and a new
+//   order per pass unless seeded without reshuffling. Patterns are expanded when the dataset is defined;
+//   when nothing matches, the dataset's one element is InvalidArgument naming the patterns.
+// TFRecord(files, compression): the records of each file in turn, as std::string, through io/'s
+//   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
+//   offset (see sluice/record_readers.h). TextLines(files, compression): the lines of each file.
+//   Cardinality: unknown.
+#ifndef SLUICE_OPS_FILE_SOURCES_H_
+#define SLUICE_OPS_FILE_SOURCES_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/async_generator.h"
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+#include "sluice/tfrecord.h"
+
+namespace sluice::ops {
+
+// The sorted, de-duplicated matches of every pattern (glob(3)); InvalidArgument when none match.
+absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
+
+enum class RecordFormat { kTFRecord, kTextLines };
+
+// Each file's records (or lines) as strings, file after file. ops/file_sources.cc.
+AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
+                                                                 RecordFormat format, Compression compression);
+
+class RecordFileNode final : public Node<std::string> {
+ public:
+  RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression)
+      : files_(std::move(files)), format_(format), compression_(compression) {}
+  std::string_view op_name() const override { return format_ == RecordFormat::kTFRecord ? "TFRecord" : "TextLines"; }
+  std::vector<Param> params() const override;
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
+  int64_t cardinality() const override { return kUnknownCardinality; }
+  std::unique_ptr<Stream<std::string>> MakeStream(IteratorContextPtr context) const override;
+
+ private:
+  std::vector<std::string> files_;
+  RecordFormat format_;
+  Compression compression_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_FILE_SOURCES_H_
