@@ -20,43 +20,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/reactor.h"
+#include "tests/test_util.h"
 #include "sluice/status_macros.h"
 #include "sluice/sync_wait.h"
 
 namespace sluice {
 namespace {
 
+using testing_util::BackendName;
+using testing_util::BackendTest;
+using testing_util::TempPath;
+using testing_util::WriteFile;
+
 using ::testing::HasSubstr;
-
-
-inline std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/sluice_readers_", ::getpid(), "_", name);
-}
-
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-inline std::string BackendName(const ::testing::TestParamInfo<IoBackend>& info) {
-  return info.param == IoBackend::kUring ? "Uring" : "Threads";
-}
-
-// A reactor of the parameter's backend; skips the test where io_uring is refused.
-class BackendTest : public ::testing::TestWithParam<IoBackend> {
- protected:
-  void SetUp() override {
-    ReactorOptions options;
-    options.backend = GetParam();
-    absl::StatusOr<std::unique_ptr<Reactor>> reactor = Reactor::Create(options);
-    if (!reactor.ok()) GTEST_SKIP() << "backend unavailable: " << reactor.status();
-    reactor_ = std::move(*reactor);
-  }
-  Reactor& reactor() { return *reactor_; }
-  std::unique_ptr<Reactor> reactor_;
-};
-
 
 Task<absl::StatusOr<File>> OpenFile(Reactor* reactor, std::string path, bool direct) {
   OpenOptions options;

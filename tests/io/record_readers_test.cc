@@ -23,12 +23,20 @@
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
 #include "sluice/reactor.h"
+#include "tests/test_util.h"
 #include "sluice/sync_wait.h"
 #include "sluice/tfrecord.h"
 #include "sluice/thread_pool.h"
 
 namespace sluice {
 namespace {
+
+using testing_util::BackendName;
+using testing_util::BackendTest;
+using testing_util::TempPath;
+using testing_util::WriteFile;
+using testing_util::ReadWholeFile;
+using testing_util::SharedTFRecordDir;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -40,48 +48,6 @@ constexpr int kPropertyIterations = 8;
 constexpr bool kSanitizer = false;
 constexpr int kPropertyIterations = 60;
 #endif
-
-
-inline std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/sluice_readers_", ::getpid(), "_", name);
-}
-
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline std::filesystem::path SharedTFRecordDir() {
-  const char* env = std::getenv("SLUICE_SHARED_DIR");
-  const std::filesystem::path shared =
-      env != nullptr && *env != '\0' ? std::filesystem::path(env) : std::filesystem::path("../shared");
-  return shared / "data" / "tfrecord";
-}
-
-inline std::string BackendName(const ::testing::TestParamInfo<IoBackend>& info) {
-  return info.param == IoBackend::kUring ? "Uring" : "Threads";
-}
-
-// A reactor of the parameter's backend; skips the test where io_uring is refused.
-class BackendTest : public ::testing::TestWithParam<IoBackend> {
- protected:
-  void SetUp() override {
-    ReactorOptions options;
-    options.backend = GetParam();
-    absl::StatusOr<std::unique_ptr<Reactor>> reactor = Reactor::Create(options);
-    if (!reactor.ok()) GTEST_SKIP() << "backend unavailable: " << reactor.status();
-    reactor_ = std::move(*reactor);
-  }
-  Reactor& reactor() { return *reactor_; }
-  std::unique_ptr<Reactor> reactor_;
-};
-
 
 // Everything a reader produced: records (with offsets) and error elements, in order.
 struct Collected {

@@ -7,16 +7,14 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 #include "sluice/dataset.h"
 #include "sluice/example.h"
 
 namespace sluice {
 namespace {
 
-std::string Shared(const std::string& relative) {
-  const char* dir = std::getenv("SLUICE_SHARED_DIR");
-  return std::string(dir != nullptr ? dir : "../shared") + "/data/tfrecord/" + relative;
-}
+std::string Shared(const std::string& relative) { return testing_util::SharedTFRecord(relative); }
 
 template <class T>
 std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds) {

@@ -5,14 +5,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace sluice::tools {
 namespace {
 
-std::string SharedFile(const std::string& relative) {
-  const char* dir = std::getenv("SLUICE_SHARED_DIR");
-  return std::string(dir != nullptr ? dir : "../shared") + "/data/tfrecord/" + relative;
-}
+std::string SharedFile(const std::string& relative) { return testing_util::SharedTFRecord(relative); }
 
 struct InspectRun {
   int exit_code;

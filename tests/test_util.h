@@ -1,0 +1,67 @@
+// Helpers shared by the test binaries: where the shared data lives, temporary files, and a fixture
+// parameterised over the two I/O backends.
+#ifndef SLUICE_TESTS_TEST_UTIL_H_
+#define SLUICE_TESTS_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sluice/reactor.h"
+
+namespace sluice::testing_util {
+
+// ../shared/data/tfrecord, or $SLUICE_SHARED_DIR/data/tfrecord (CTest sets it to <repo>/../shared).
+inline std::filesystem::path SharedTFRecordDir() {
+  const char* env = std::getenv("SLUICE_SHARED_DIR");
+  const std::filesystem::path shared =
+      env != nullptr && *env != '\0' ? std::filesystem::path(env) : std::filesystem::path("../shared");
+  return shared / "data" / "tfrecord";
+}
+inline std::string SharedTFRecord(const std::string& relative) { return (SharedTFRecordDir() / relative).string(); }
+
+// A per-process path under the test temp folder.
+inline std::string TempPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/sluice_readers_", ::getpid(), "_", name);
+}
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline std::string BackendName(const ::testing::TestParamInfo<IoBackend>& info) {
+  return info.param == IoBackend::kUring ? "Uring" : "Threads";
+}
+
+// A reactor of the parameter's backend; skips the test where io_uring is refused.
+class BackendTest : public ::testing::TestWithParam<IoBackend> {
+ protected:
+  void SetUp() override {
+    ReactorOptions options;
+    options.backend = GetParam();
+    absl::StatusOr<std::unique_ptr<Reactor>> reactor = Reactor::Create(options);
+    if (!reactor.ok()) GTEST_SKIP() << "backend unavailable: " << reactor.status();
+    reactor_ = std::move(*reactor);
+  }
+  Reactor& reactor() { return *reactor_; }
+  std::unique_ptr<Reactor> reactor_;
+};
+
+}  // namespace sluice::testing_util
+
+#endif  // SLUICE_TESTS_TEST_UTIL_H_
