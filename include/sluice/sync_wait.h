@@ -37,7 +37,7 @@ class SyncWaitRoot {
         bool await_ready() const noexcept { return false; }
         // The frame is suspended before the waiter wakes, so the waiter may destroy it at once.
         void await_suspend(std::coroutine_handle<promise_type> root) const noexcept {
-          root.promise().done_->release();
+          root.promise().on_done_(root.promise().on_done_arg_);
         }
         void await_resume() const noexcept {}
       };
@@ -46,7 +46,8 @@ class SyncWaitRoot {
     void return_void() noexcept {}
     void unhandled_exception() noexcept { exception_ = std::current_exception(); }
 
-    std::binary_semaphore* done_ = nullptr;
+    void (*on_done_)(void*) = nullptr;  // called once the frame has finished, from wherever it finished
+    void* on_done_arg_ = nullptr;
     std::exception_ptr exception_;
   };
 
@@ -62,14 +63,28 @@ class SyncWaitRoot {
   // Resumes the root on this thread; returns once it has finished, wherever it finished.
   void RunAndWait(const std::stop_token* stop) {
     std::binary_semaphore done(0);
-    handle_.promise().done_ = &done;
+    Start(stop, &ReleaseSemaphore, &done);
+    done.acquire();
+    RethrowIfFailed();
+  }
+
+  // Resumes the root on this thread and returns when it suspends; on_done(arg) runs when it finishes.
+  // `stop` must outlive the root.
+  void Start(const std::stop_token* stop, void (*on_done)(void*), void* arg) {
+    handle_.promise().on_done_ = on_done;
+    handle_.promise().on_done_arg_ = arg;
     handle_.promise().set_stop_token(stop);
     Resume(handle_);
-    done.acquire();
+  }
+
+  // After on_done: rethrows what the task let escape.
+  void RethrowIfFailed() {
     if (handle_.promise().exception_) std::rethrow_exception(handle_.promise().exception_);
   }
 
  private:
+  static void ReleaseSemaphore(void* semaphore) { static_cast<std::binary_semaphore*>(semaphore)->release(); }
+
   std::coroutine_handle<promise_type> handle_;
 };
 
