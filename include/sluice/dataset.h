@@ -98,12 +98,10 @@ class Dataset {
   Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
   Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
 
-  Dataset<std::vector<T>> Batch(int64_t batch_size, bool drop_remainder = false) const {
-    if (batch_size <= 0) {
-      return Dataset<std::vector<T>>(ops::MakeErrorSource<std::vector<T>>(
-          "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size))));
-    }
-    return Dataset<std::vector<T>>(std::make_shared<ops::BatchNode<T>>(node_, batch_size, drop_remainder));
+  // Batched<T>: stacked Tensors, tuples of them, stacked ParsedExamples, else std::vector<T> (ops/batch.h).
+  // num_parallel_calls: parallel stacking: wired by the integrator.
+  Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0) const {
+    return Dataset<Batched<T>>(ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls));
   }
 
   Dataset<T> Repeat(int64_t count = -1) const {
@@ -159,12 +157,11 @@ class Dataset {
     return Dataset<T>(std::make_shared<ops::ConcatenateNode<T>>(node_, other.node()));
   }
 
-  // For a Dataset<std::vector<U>>: the vectors' elements, in order.
+  // The rows of each batch (vectors, Tensors, tuples of Tensors, ParsedExamples), see ops/unbatch.h.
   auto Unbatch() const
-    requires detail::IsVector<T>::value
+    requires ops::IsUnbatchable<T>
   {
-    using U = typename T::value_type;
-    return Dataset<U>(std::make_shared<ops::UnbatchNode<U>>(node_));
+    return Dataset<ops::Unbatched<T>>(std::make_shared<ops::UnbatchNode<T>>(node_));
   }
 
  private:
