@@ -29,6 +29,7 @@
 #include "sluice/iterator.h"
 #include "sluice/op_node.h"
 #include "sluice/ops/batch.h"
+#include "sluice/ops/bucket_by_sequence_length.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/file_sources.h"
@@ -36,8 +37,11 @@
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
+#include "sluice/ops/padded_batch.h"
+#include "sluice/ops/parse_example.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
+#include "sluice/ops/rebatch.h"
 #include "sluice/ops/repeat.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"
@@ -162,6 +166,48 @@ class Dataset {
     requires ops::IsUnbatchable<T>
   {
     return Dataset<ops::Unbatched<T>>(std::make_shared<ops::UnbatchNode<T>>(node_));
+  }
+
+  // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.
+  Dataset<T> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
+                         std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const
+    requires ops::IsPaddable<T>
+  {
+    return Dataset<T>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
+                                              std::move(padding_values), drop_remainder));
+  }
+
+  // Batches regrouped into batches of batch_size rows, or cycling through batch_sizes (ops/rebatch.h).
+  Dataset<T> Rebatch(int64_t batch_size, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, {batch_size}, drop_remainder));
+  }
+  Dataset<T> Rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, std::move(batch_sizes), drop_remainder));
+  }
+
+  // f: const T& -> integer length (or StatusOr). See ops/bucket_by_sequence_length.h.
+  template <class F>
+  Dataset<Batched<T>> BucketBySequenceLength(F element_length_func, std::vector<int64_t> bucket_boundaries,
+                                             std::vector<int64_t> bucket_batch_sizes,
+                                             std::vector<ops::PaddedShape> padded_shapes = {},
+                                             std::vector<Tensor> padding_values = {},
+                                             bool pad_to_bucket_boundary = false, bool no_padding = false,
+                                             bool drop_remainder = false, std::string name = "<function>") const {
+    return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
+        node_, std::move(element_length_func), std::move(name),
+        ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
+                           std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
+  }
+
+  // Serialized tf.train.Examples (one per string, or a batch per vector) parsed by `spec` (ops/parse_example.h).
+  Dataset<ParsedExample> ParseExample(ParseSpec spec) const
+    requires ops::IsSerializedExamples<T>
+  {
+    return Dataset<ParsedExample>(ops::MakeParseExample<T>(node_, std::move(spec)));
   }
 
  private:
