@@ -49,20 +49,21 @@ int main(int argc, char** argv) {
   std::printf("pipeline:\n%s\n", dataset.DebugString().c_str());
 
   auto start = std::chrono::steady_clock::now();
-  sluice::Iterator<std::vector<sluice::ParsedExample>> it = dataset.MakeIterator();
+  sluice::Iterator<sluice::ParsedExample> it = dataset.MakeIterator();
   long records = 0;
   long batches = 0;
-  for (absl::StatusOr<std::vector<sluice::ParsedExample>> batch : it) {
+  for (absl::StatusOr<sluice::ParsedExample> batch : it) {
     if (!batch.ok()) {
       std::fprintf(stderr, "error: %s\n", batch.status().ToString().c_str());
       return 1;
     }
+    // Batch stacks parsed records: var-len values are concatenated with one row length per record.
+    const long rows = static_cast<long>(sluice::BatchTraits<sluice::ParsedExample>::Rows(*batch));
     if (batches < 3) {
-      std::printf("batch %ld: %zu records; first: fare=%s trip_seconds=%s\n", batches, batch->size(),
-                  batch->front().var[0].values.DebugString().c_str(),
-                  batch->front().var[1].values.DebugString().c_str());
+      std::printf("batch %ld: %ld records; fare=%s trip_seconds=%s\n", batches, rows,
+                  batch->var[0].values.DebugString(4).c_str(), batch->var[1].values.DebugString(4).c_str());
     }
-    records += static_cast<long>(batch->size());
+    records += rows;
     ++batches;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -29,6 +29,7 @@
 #include "sluice/iterator.h"
 #include "sluice/op_node.h"
 #include "sluice/ops/batch.h"
+#include "sluice/ops/bucket_by_sequence_length.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/file_sources.h"
@@ -36,8 +37,11 @@
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
+#include "sluice/ops/padded_batch.h"
+#include "sluice/ops/parse_example.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
+#include "sluice/ops/rebatch.h"
 #include "sluice/ops/repeat.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"
@@ -98,12 +102,10 @@ class Dataset {
   Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
   Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
 
-  Dataset<std::vector<T>> Batch(int64_t batch_size, bool drop_remainder = false) const {
-    if (batch_size <= 0) {
-      return Dataset<std::vector<T>>(ops::MakeErrorSource<std::vector<T>>(
-          "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size))));
-    }
-    return Dataset<std::vector<T>>(std::make_shared<ops::BatchNode<T>>(node_, batch_size, drop_remainder));
+  // Batched<T>: stacked Tensors, tuples of them, stacked ParsedExamples, else std::vector<T> (ops/batch.h).
+  // num_parallel_calls: parallel stacking: wired by the integrator.
+  Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0) const {
+    return Dataset<Batched<T>>(ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls));
   }
 
   Dataset<T> Repeat(int64_t count = -1) const {
@@ -159,12 +161,53 @@ class Dataset {
     return Dataset<T>(std::make_shared<ops::ConcatenateNode<T>>(node_, other.node()));
   }
 
-  // For a Dataset<std::vector<U>>: the vectors' elements, in order.
+  // The rows of each batch (vectors, Tensors, tuples of Tensors, ParsedExamples), see ops/unbatch.h.
   auto Unbatch() const
-    requires detail::IsVector<T>::value
+    requires ops::IsUnbatchable<T>
   {
-    using U = typename T::value_type;
-    return Dataset<U>(std::make_shared<ops::UnbatchNode<U>>(node_));
+    return Dataset<ops::Unbatched<T>>(std::make_shared<ops::UnbatchNode<T>>(node_));
+  }
+
+  // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.
+  Dataset<T> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
+                         std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const
+    requires ops::IsPaddable<T>
+  {
+    return Dataset<T>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
+                                              std::move(padding_values), drop_remainder));
+  }
+
+  // Batches regrouped into batches of batch_size rows, or cycling through batch_sizes (ops/rebatch.h).
+  Dataset<T> Rebatch(int64_t batch_size, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, {batch_size}, drop_remainder));
+  }
+  Dataset<T> Rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, std::move(batch_sizes), drop_remainder));
+  }
+
+  // f: const T& -> integer length (or StatusOr). See ops/bucket_by_sequence_length.h.
+  template <class F>
+  Dataset<Batched<T>> BucketBySequenceLength(F element_length_func, std::vector<int64_t> bucket_boundaries,
+                                             std::vector<int64_t> bucket_batch_sizes,
+                                             std::vector<ops::PaddedShape> padded_shapes = {},
+                                             std::vector<Tensor> padding_values = {},
+                                             bool pad_to_bucket_boundary = false, bool no_padding = false,
+                                             bool drop_remainder = false, std::string name = "<function>") const {
+    return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
+        node_, std::move(element_length_func), std::move(name),
+        ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
+                           std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
+  }
+
+  // Serialized tf.train.Examples (one per string, or a batch per vector) parsed by `spec` (ops/parse_example.h).
+  Dataset<ParsedExample> ParseExample(ParseSpec spec) const
+    requires ops::IsSerializedExamples<T>
+  {
+    return Dataset<ParsedExample>(ops::MakeParseExample<T>(node_, std::move(spec)));
   }
 
  private:

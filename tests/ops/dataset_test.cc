@@ -267,7 +267,7 @@ TEST(IteratorTest, EndStaysEnd) {
 
 TEST(DatasetTest, DebugStringNamesOpsAndParams) {
   std::string s = Range(10).Map([](int64_t x) { return x; }, "identity").Batch(4, true).DebugString();
-  EXPECT_NE(s.find("Batch(batch_size=4, drop_remainder=true)"), std::string::npos) << s;
+  EXPECT_NE(s.find("Batch(batch_size=4, drop_remainder=true, num_parallel_calls=0)"), std::string::npos) << s;
   EXPECT_NE(s.find("Map(f=\"identity\")"), std::string::npos) << s;
   EXPECT_NE(s.find("Range(start=0, stop=10, step=1)"), std::string::npos) << s;
 }

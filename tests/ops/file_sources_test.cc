@@ -73,14 +73,13 @@ TEST(EndToEndTest, TaxiShardsThroughInterleaveParseShuffleBatch) {
                 .Repeat(2);
   int64_t records = 0;
   int64_t batches = 0;
-  Iterator<std::vector<ParsedExample>> it = ds.MakeIterator();
-  for (absl::StatusOr<std::vector<ParsedExample>> batch : it) {
+  Iterator<ParsedExample> it = ds.MakeIterator();
+  for (absl::StatusOr<ParsedExample> batch : it) {
     ASSERT_TRUE(batch.ok()) << batch.status();
-    for (const ParsedExample& example : *batch) {
-      ASSERT_EQ(example.var.size(), 2u);
-      EXPECT_LE(example.var[0].values.num_elements(), 1);
-    }
-    records += static_cast<int64_t>(batch->size());
+    ASSERT_EQ(batch->var.size(), 2u);
+    const int64_t rows = BatchTraits<ParsedExample>::Rows(*batch);
+    EXPECT_LE(batch->var[0].values.num_elements(), rows);
+    records += rows;
     ++batches;
   }
   EXPECT_EQ(records, 2 * 9909);

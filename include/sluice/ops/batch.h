@@ -1,65 +1,123 @@
-// Batch(batch_size, drop_remainder): consecutive elements collected into std::vector<T> of batch_size;
-// the last batch holds the remainder unless drop_remainder. An error element from the input is yielded
-// as the batch's result and the elements collected for that batch are dropped, as tf.data does.
-// batch_size <= 0 is InvalidArgument. Cardinality: input / batch_size, rounded up unless
-// drop_remainder; infinite and unknown stay so.
+// Batch(batch_size, drop_remainder, num_parallel_calls): tf.data.Dataset.batch.
+//
+// Contract:
+// - Elements: batch_size consecutive input elements combined by the Batched<T> rule (sluice/batching.h):
+//   Tensors stacked into one contiguous [n, ...] tensor, tuples/pairs of tensors and scalars stacked per
+//   component, ParsedExamples stacked/concatenated as tf.io.parse_example lays them out, anything else
+//   collected into a std::vector<T>. Input order is kept.
+// - Remainder: the last batch holds the remaining (fewer than batch_size) elements unless drop_remainder,
+//   which drops it.
+// - Errors: batch_size <= 0 (or num_parallel_calls < -1) makes the dataset one InvalidArgument element.
+//   An error element from the input is yielded as that batch's result and the elements collected for it
+//   are dropped, as tf.data does. Elements that cannot be stacked (different shapes or dtypes) make the
+//   batch an InvalidArgument error "Batch (element i): Cannot batch tensors with different shapes in
+//   component 0. First element had shape [3] and element 2 had shape [4]." where i is the batch's index.
+//   Errors do not end the stream.
+// - num_parallel_calls: parallel stacking: wired by the integrator (accepted, kept in params(), batches are
+//   stacked inline for now). 0 = sequential, -1 = kAutotune.
+// - Cardinality: input / batch_size, rounded up unless drop_remainder; infinite and unknown stay so.
+// - Threading/cancellation: synchronous; polls its input inline in the consumer's resumption.
+//
+//   Dataset<Tensor> images = ...;                 // each float[28,28]
+//   Dataset<Tensor> batches = images.Batch(32);   // float[32,28,28], the last one possibly shorter
 #ifndef SLUICE_OPS_BATCH_H_
 #define SLUICE_OPS_BATCH_H_
 
 #include <memory>
+#include <string_view>
+#include <variant>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "sluice/batching.h"
 #include "sluice/cardinality.h"
 #include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/user_function.h"
 
 namespace sluice::ops {
 
+// Batches of `batch_size` rows made from `input_cardinality` elements (tf.data's batch rule).
+inline int64_t BatchCardinality(int64_t input_cardinality, int64_t batch_size, bool drop_remainder) {
+  if (input_cardinality < 0) return input_cardinality;
+  return input_cardinality / batch_size + (!drop_remainder && input_cardinality % batch_size != 0 ? 1 : 0);
+}
+
+// The batch size every element of `node` is known to have without iterating (a Batch, PaddedBatch or
+// single-size Rebatch with drop_remainder, as tf.data's static batch dimension), or -1.
+inline int64_t StaticBatchSize(const OpNode& node) {
+  std::string_view op = node.op_name();
+  if (op != "Batch" && op != "PaddedBatch" && op != "Rebatch") return -1;
+  int64_t size = -1;
+  bool drop = false;
+  for (const Param& p : node.params()) {
+    if (p.name == "batch_size" && std::holds_alternative<int64_t>(p.value)) size = std::get<int64_t>(p.value);
+    if (p.name == "batch_sizes" && std::holds_alternative<std::vector<int64_t>>(p.value)) {
+      const auto& sizes = std::get<std::vector<int64_t>>(p.value);
+      if (sizes.size() == 1) size = sizes[0];
+    }
+    if (p.name == "drop_remainder" && std::holds_alternative<bool>(p.value)) drop = std::get<bool>(p.value);
+  }
+  return drop ? size : -1;
+}
+
 template <class T>
-class BatchNode final : public Node<std::vector<T>> {
+class BatchNode final : public Node<Batched<T>> {
  public:
-  BatchNode(NodePtr<T> input, int64_t batch_size, bool drop_remainder)
-      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  using B = Batched<T>;
+  BatchNode(NodePtr<T> input, int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls = 0)
+      : input_(std::move(input)),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        num_parallel_calls_(num_parallel_calls) {}
   std::string_view op_name() const override { return "Batch"; }
   std::vector<Param> params() const override {
-    return {{"batch_size", batch_size_}, {"drop_remainder", drop_remainder_}};
+    return {{"batch_size", batch_size_},
+            {"drop_remainder", drop_remainder_},
+            {"num_parallel_calls", num_parallel_calls_}};
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
-    int64_t n = input_->cardinality();
-    if (n < 0) return n;
-    return n / batch_size_ + (!drop_remainder_ && n % batch_size_ != 0 ? 1 : 0);
+    return BatchCardinality(input_->cardinality(), batch_size_, drop_remainder_);
   }
-  std::unique_ptr<Stream<std::vector<T>>> MakeStream(IteratorContextPtr context) const override {
+  std::unique_ptr<Stream<B>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<BatchStream>(input_->MakeStream(std::move(context)), batch_size_, drop_remainder_);
   }
 
  private:
-  class BatchStream final : public Stream<std::vector<T>> {
+  class BatchStream final : public Stream<B> {
    public:
     BatchStream(std::unique_ptr<Stream<T>> input, int64_t batch_size, bool drop_remainder)
         : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
-    PollState Poll(absl::StatusOr<std::vector<T>>* out) override {
+    PollState Poll(absl::StatusOr<B>* out) override {
       if (ended_) return PollState::kEnd;
       // The partial batch lives in a member, so a kPending return keeps what was collected.
-      if (batch_.capacity() == 0) batch_.reserve(static_cast<size_t>(batch_size_));
-      while (static_cast<int64_t>(batch_.size()) < batch_size_) {
+      if (elements_.capacity() == 0) elements_.reserve(static_cast<size_t>(batch_size_));
+      while (static_cast<int64_t>(elements_.size()) < batch_size_) {
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) return state;
         if (state == PollState::kEnd) {
           ended_ = true;
-          if (batch_.empty() || drop_remainder_) return PollState::kEnd;
+          if (elements_.empty() || drop_remainder_) return PollState::kEnd;
           break;
         }
         if (!in_.ok()) {
-          batch_.clear();
+          elements_.clear();
           *out = std::move(in_).status();
+          ++index_;
           return PollState::kReady;
         }
-        batch_.push_back(std::move(*in_));
+        elements_.push_back(std::move(*in_));
       }
-      *out = std::move(batch_);
-      batch_ = std::vector<T>();
+      absl::StatusOr<B> batch = StackBatch<T>(std::move(elements_));
+      elements_ = std::vector<T>();
+      if (batch.ok()) {
+        *out = std::move(batch);
+      } else {
+        *out = AnnotateError(batch.status(), "Batch", index_);
+      }
+      ++index_;
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
@@ -69,14 +127,32 @@ class BatchNode final : public Node<std::vector<T>> {
     int64_t batch_size_;
     bool drop_remainder_;
     bool ended_ = false;
-    std::vector<T> batch_;
+    int64_t index_ = 0;  // of the next output batch, for error messages
+    std::vector<T> elements_;
     absl::StatusOr<T> in_;
   };
 
   NodePtr<T> input_;
   int64_t batch_size_;
   bool drop_remainder_;
+  int64_t num_parallel_calls_;
 };
+
+// Dataset::Batch's node, or an error source for invalid arguments.
+template <class T>
+NodePtr<Batched<T>> MakeBatch(NodePtr<T> input, int64_t batch_size, bool drop_remainder,
+                              int64_t num_parallel_calls) {
+  if (batch_size <= 0) {
+    return MakeErrorSource<Batched<T>>(
+        "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size)));
+  }
+  if (num_parallel_calls < -1) {
+    return MakeErrorSource<Batched<T>>(
+        "Batch", absl::InvalidArgumentError(absl::StrCat(
+                     "Batch: num_parallel_calls must be >= 0 or kAutotune (-1), got ", num_parallel_calls)));
+  }
+  return std::make_shared<BatchNode<T>>(std::move(input), batch_size, drop_remainder, num_parallel_calls);
+}
 
 }  // namespace sluice::ops
 

@@ -1,0 +1,138 @@
+// ParseExample(spec): tf.data's `.map(lambda x: tf.io.parse_single_example(x, spec))` and, over batches
+// of records, `.map(lambda x: tf.io.parse_example(x, spec))` (the vectorised form tf recommends: batch,
+// then parse).
+//
+// Contract:
+// - On Dataset<std::string> (one serialized tf.train.Example per element): one ParsedExample per record
+//   (sluice::ParseExample): fixed[i] answers spec.fixed[i] with its exact shape, var[i] answers spec.var[i]
+//   with row_lengths of shape [1].
+// - On Dataset<std::vector<std::string>> (a batch of records, e.g. TFRecord(...).Batch(256)): one
+//   ParsedExample per batch (sluice::ParseExampleBatch): fixed[i] is [n, *shape] in one buffer, var values
+//   concatenated with one row length per record. The same layout as Batch over per-record ParsedExamples,
+//   so Unbatch/Rebatch/distribution treat both alike (BatchTraits<ParsedExample>).
+// - Order: one output per input element, in order.
+// - Errors: an invalid spec (ValidateParseSpec) makes the dataset one InvalidArgument element. A record
+//   that does not parse is an error element naming the op, the element index and the feature, e.g.
+//   "ParseExample (element 7): Name: element 7, Feature: label (data type: int64) is required but could
+//   not be found." (InvalidArgument; malformed bytes are DataLoss); for a batch, the first bad record
+//   fails the whole batch and is named "record <i>" inside it. Input error elements pass through. Errors
+//   do not end the stream.
+// - Cardinality: the input's.
+// - Threading/cancellation: synchronous; parses on the consumer's thread (put a parallel Map or Prefetch
+//   around it for parallelism). The spec is shared, immutable, by all iterators.
+// - Looking features up: FeatureByKey / VarFeatureByKey return the parsed value for a key of the spec, so
+//   user code does not index fixed[] / var[] by position.
+//
+//   ParseSpec spec;
+//   spec.fixed.push_back({"trip_start_hour", DType::kInt64, Shape({}), std::nullopt});
+//   spec.var.push_back({"fare", DType::kFloat32});
+//   Dataset<ParsedExample> batches = TFRecord(files, Compression::kGzip).Batch(256).ParseExample(spec);
+//   for (absl::StatusOr<ParsedExample> batch : batches.MakeIterator()) {
+//     absl::StatusOr<Tensor> hours = FeatureByKey(*batch, spec, "trip_start_hour");  // int64[256]
+//   }
+#ifndef SLUICE_OPS_PARSE_EXAMPLE_H_
+#define SLUICE_OPS_PARSE_EXAMPLE_H_
+
+#include <concepts>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/cardinality.h"
+#include "sluice/example.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/user_function.h"
+
+namespace sluice {
+
+// The fixed-length feature `key` of `parsed` (which answers `spec`): a shallow copy sharing the buffer.
+// NotFound when the spec has no fixed feature `key` (the message lists the spec's keys); InvalidArgument
+// when `parsed` does not have the spec's layout.
+absl::StatusOr<Tensor> FeatureByKey(const ParsedExample& parsed, const ParseSpec& spec, std::string_view key);
+// The var-len feature `key` (values and row lengths); errors as FeatureByKey.
+absl::StatusOr<VarLenValues> VarFeatureByKey(const ParsedExample& parsed, const ParseSpec& spec,
+                                             std::string_view key);
+
+namespace ops {
+
+template <class In>
+concept IsSerializedExamples = std::same_as<In, std::string> || std::same_as<In, std::vector<std::string>>;
+
+namespace detail_parse {
+// "fixed=[label:int64[]=-1, ...], var=[tags:string]" for params().
+std::string SpecString(const ParseSpec& spec);
+// One record / one batch; errors carry the op name and element index.
+absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec, int64_t index);
+absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records, const ParseSpec& spec,
+                                        int64_t index);
+}  // namespace detail_parse
+
+template <class In>
+  requires IsSerializedExamples<In>
+class ParseExampleNode final : public Node<ParsedExample> {
+ public:
+  ParseExampleNode(NodePtr<In> input, std::shared_ptr<const ParseSpec> spec)
+      : input_(std::move(input)), spec_(std::move(spec)) {}
+  std::string_view op_name() const override { return "ParseExample"; }
+  std::vector<Param> params() const override {
+    return {{"spec", detail_parse::SpecString(*spec_)}, {"batched", std::same_as<In, std::vector<std::string>>}};
+  }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<ParsedExample>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<ParseStream>(input_->MakeStream(std::move(context)), spec_);
+  }
+
+ private:
+  class ParseStream final : public Stream<ParsedExample> {
+   public:
+    ParseStream(std::unique_ptr<Stream<In>> input, std::shared_ptr<const ParseSpec> spec)
+        : input_(std::move(input)), spec_(std::move(spec)) {}
+    PollState Poll(absl::StatusOr<ParsedExample>* out) override {
+      PollState state = input_->Poll(&in_);
+      if (state != PollState::kReady) return state;
+      const int64_t index = index_++;
+      if (!in_.ok()) {
+        *out = std::move(in_).status();
+      } else if constexpr (std::same_as<In, std::string>) {
+        *out = detail_parse::ParseOne(*in_, *spec_, index);
+      } else {
+        *out = detail_parse::ParseMany(*in_, *spec_, index);
+      }
+      return PollState::kReady;
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<In>> input_;
+    std::shared_ptr<const ParseSpec> spec_;
+    int64_t index_ = 0;
+    absl::StatusOr<In> in_;
+  };
+
+  NodePtr<In> input_;
+  std::shared_ptr<const ParseSpec> spec_;
+};
+
+// Dataset::ParseExample's node, or an error source for an invalid spec.
+template <class In>
+  requires IsSerializedExamples<In>
+NodePtr<ParsedExample> MakeParseExample(NodePtr<In> input, ParseSpec spec) {
+  absl::Status valid = ValidateParseSpec(spec);
+  if (!valid.ok()) {
+    return MakeErrorSource<ParsedExample>(
+        "ParseExample", absl::Status(valid.code(), absl::StrCat("ParseExample: ", valid.message())));
+  }
+  return std::make_shared<ParseExampleNode<In>>(std::move(input), std::make_shared<const ParseSpec>(std::move(spec)));
+}
+
+}  // namespace ops
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_PARSE_EXAMPLE_H_

@@ -1,0 +1,50 @@
+// Helpers shared by the op tests of batching, padding, rebatching, bucketing and parsing.
+#ifndef SLUICE_TESTS_OPS_TEST_HELPERS_H_
+#define SLUICE_TESTS_OPS_TEST_HELPERS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "sluice/dataset.h"
+#include "sluice/tensor.h"
+
+namespace sluice::test_ops {
+
+// Drains a dataset on this thread, at most `limit` elements.
+template <class T>
+std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, int64_t limit = 100000) {
+  std::vector<absl::StatusOr<T>> out;
+  Iterator<T> it = ds.MakeIterator();
+  for (absl::StatusOr<T> x : it) {
+    out.push_back(std::move(x));
+    if (static_cast<int64_t>(out.size()) >= limit) break;
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> Values(const Dataset<T>& ds) {
+  std::vector<T> out;
+  for (absl::StatusOr<T>& x : Collect(ds)) {
+    EXPECT_TRUE(x.ok()) << x.status();
+    if (x.ok()) out.push_back(std::move(*x));
+  }
+  return out;
+}
+
+inline std::vector<int64_t> Ints(const Tensor& t) {
+  auto s = t.span<int64_t>();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+// A rank-1 int64 tensor [x, x, ..., x] of length x (tf's `tf.fill([x], x)`).
+inline Tensor Fill(int64_t x) {
+  std::vector<int64_t> v(static_cast<size_t>(x), x);
+  return Tensor::FromVector<int64_t>(v);
+}
+
+}  // namespace sluice::test_ops
+
+#endif  // SLUICE_TESTS_OPS_TEST_HELPERS_H_
