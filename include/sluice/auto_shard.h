@@ -15,7 +15,7 @@
 // - kAuto: kFile when a file-based source exists, else kData; the choice is reported by
 //   DistributedDataset::applied_shard_policy() and its stats string.
 // - WorkerAgreement: once per global step, in order, every worker's fan-out says whether it has data for
-//   the step and learns whether any worker has; when none has, every replica of every worker sees the end
+//   the step (of its epoch: its k-th iterator) and learns whether any worker has; when none has, every replica of every worker sees the end
 //   together; a worker without data gives its replicas empty batches meanwhile. A real deployment
 //   implements it with its all-reduce (a logical OR over one bit); InProcessWorkerAgreement serves workers
 //   that are threads of one process.
@@ -28,9 +28,10 @@
 #define SLUICE_AUTO_SHARD_H_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,40 +51,54 @@ const char* AutoShardPolicyName(AutoShardPolicy policy);
 class WorkerAgreement {
  public:
   virtual ~WorkerAgreement() = default;
-  // Called by worker `worker` once per global step, steps in order (0, 1, ... for each new iterator),
-  // with `mine` = whether it has data for `step`. Completes with whether any worker has. Cancelled when
-  // the caller's stop token fires while waiting. A worker must not call again before this completes.
-  virtual Task<absl::StatusOr<bool>> AnyWorkerHasData(int worker, int64_t step, bool mine) = 0;
+  // Called once per DistributedIterator a worker makes (its epoch); workers make iterators in the same
+  // order, so the k-th iterator of every worker has the same epoch number.
+  virtual int64_t BeginEpoch(int worker) = 0;
+  // Called by worker `worker` once per global step of `epoch`, steps in order from 0, with `mine` =
+  // whether it has data for `step`. Completes with whether any worker has. Cancelled when the caller's
+  // stop token fires while waiting. A worker does not call again before this completes.
+  virtual Task<absl::StatusOr<bool>> AnyWorkerHasData(int worker, int64_t epoch, int64_t step, bool mine) = 0;
+  // Worker `worker` stops taking part in `epoch` before the end was agreed (its iterator was destroyed
+  // mid-epoch, or never used): the other workers' pending and later calls for that epoch should fail
+  // rather than wait for it. Other epochs are not affected.
+  virtual void Abandon(int worker, int64_t epoch) = 0;
 };
 
-// The agreement for `num_workers` workers that are threads (or coroutines) of this process: a reusable
-// barrier per step that ORs the workers' bits. Rounds are matched by order, so every worker must make the
-// same sequence of iterators. A worker that gives up while waiting (its iterator is destroyed mid-epoch)
-// aborts the agreement: every pending and later call fails with Cancelled naming that worker, rather
-// than waiting forever for it. Waiters resume through `executor` (default: ThreadPool::Default()).
+// The agreement for `num_workers` workers that are threads (or coroutines) of this process: a barrier per
+// (epoch, step) that ORs the workers' bits. An abandoned epoch fails its pending and later calls with
+// Cancelled naming the worker that left. Waiters resume through `executor` (default:
+// ThreadPool::Default()).
 class InProcessWorkerAgreement final : public WorkerAgreement {
  public:
   explicit InProcessWorkerAgreement(int num_workers, Executor* executor = nullptr);
-  Task<absl::StatusOr<bool>> AnyWorkerHasData(int worker, int64_t step, bool mine) override;
+  int64_t BeginEpoch(int worker) override;
+  Task<absl::StatusOr<bool>> AnyWorkerHasData(int worker, int64_t epoch, int64_t step, bool mine) override;
+  void Abandon(int worker, int64_t epoch) override;
 
   int num_workers() const { return num_workers_; }
-  // Rounds completed so far (a snapshot, for tests).
+  // Rounds completed so far, and workers waiting in an unfinished round (snapshots, for tests).
   int64_t rounds() const;
+  int waiting() const;
 
  private:
   class Arrive;
-  void AbortLocked(absl::Status cause, detail::WakeList& wake);
+  struct Round {
+    std::vector<bool> arrived;
+    int arrivals = 0;
+    int collected = 0;  // workers that took the result; the round is dropped when all have
+    bool any = false;
+    bool done = false;
+    detail::WaiterList waiters;
+  };
+  void AbandonLocked(int worker, int64_t epoch, detail::WakeList& wake);
 
   const int num_workers_;
   Executor* const executor_;
   mutable std::mutex mutex_;
-  detail::WaiterList waiters_;
-  std::vector<bool> arrived_;  // this round
-  int arrivals_ = 0;
-  bool any_ = false;
-  int64_t round_ = 0;          // rounds completed
-  bool last_result_ = false;   // the result of round round_ - 1
-  absl::Status aborted_;
+  std::map<std::pair<int64_t, int64_t>, Round> rounds_;  // (epoch, step) -> unfinished round
+  std::map<int64_t, absl::Status> abandoned_;            // epoch -> why
+  std::vector<int64_t> epochs_;                          // per worker: iterators begun
+  int64_t completed_ = 0;
 };
 
 namespace distribute {

@@ -182,6 +182,7 @@ class DistributedState {
         context_(MakeContext(config_)),
         queues_(config_.replicas_per_worker, config_.capacity, context_->pool) {
     if (config_.status.ok()) input_.emplace(node->MakeStream(context_), context_);
+    if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
   }
   DistributedState(const DistributedState&) = delete;
   DistributedState& operator=(const DistributedState&) = delete;
@@ -211,6 +212,8 @@ class DistributedState {
     scope_.RequestStop();
     queues_.Close();
     scope_.JoinBlocking();
+    // Leaving before the workers agreed on the end: tell the others not to wait for this worker.
+    if (config_.agreement != nullptr && !agreed_end_) config_.agreement->Abandon(config_.worker_index, epoch_);
     input_.reset();
     FinishSpec();
     context_.reset();  // a private pool drains the wake-ups Close() queued on it, then joins
@@ -403,7 +406,8 @@ class DistributedState {
       if (stop.stop_requested()) break;
       bool any = !items.empty();
       if (config.agreement != nullptr) {
-        absl::StatusOr<bool> agreed = co_await config.agreement->AnyWorkerHasData(config.worker_index, step, any);
+        absl::StatusOr<bool> agreed =
+            co_await config.agreement->AnyWorkerHasData(config.worker_index, self->epoch_, step, any);
         if (!agreed.ok()) {
           // An agreement that failed cannot keep the workers aligned: report it once, then end.
           if (stop.stop_requested()) break;
@@ -415,6 +419,7 @@ class DistributedState {
           break;
         }
         any = *agreed;
+        self->agreed_end_ = !any;
       }
       if (!any) break;
       while (items.size() < replicas) items.push_back(self->EmptyPiece());
@@ -441,6 +446,8 @@ class DistributedState {
   std::optional<B> empty_;  // an empty batch of the right type and inner shape
   bool input_done_ = false;
   bool sampled_ = false;
+  int64_t epoch_ = 0;
+  bool agreed_end_ = false;  // read by Shutdown after the join
 
   std::atomic<int> access_{kUnclaimed};
   std::once_flag started_;
@@ -669,8 +676,11 @@ class DistributedDataset {
   }
 
   // Runs a throwaway iterator up to its first element: costs a pipeline start.
+  // (without the worker agreement: it is no epoch the other workers take part in).
   sluice::ElementSpec element_spec() const {
-    DistributedIterator<B> it = MakeIterator();
+    detail::DistributeConfig alone = *config_;
+    alone.agreement = nullptr;
+    DistributedIterator<B> it(std::make_shared<detail::DistributedState<B>>(node_, std::move(alone)));
     return it.ElementSpec();
   }
 
