@@ -110,7 +110,9 @@ int main() {
     auto it = three.DistributeDataset(sluice::FromVector<sluice::Tensor>({last})).MakeIterator();
     std::printf("partial Tensor batch over 3 replicas, element_spec %s:\n", it.ElementSpec().DebugString().c_str());
     while (auto step = it.GetNextAsOptional()) {
-      for (const sluice::Tensor& t : step->LocalResults()) std::printf("   %s\n", t.DebugString(0).c_str());
+      for (const sluice::Tensor& t : step->LocalResults()) {
+        std::printf("   %s%s\n", std::string(sluice::DTypeName(t.dtype())).c_str(), t.shape().DebugString().c_str());
+      }
     }
   }
 
