@@ -62,6 +62,7 @@
 #include "sluice/async_scope.h"
 #include "sluice/auto_shard.h"
 #include "sluice/batching.h"
+#include "sluice/cardinality.h"
 #include "sluice/detail/rebatch.h"
 #include "sluice/detail/replica_queue.h"
 #include "sluice/iterator.h"
@@ -404,6 +405,9 @@ class DistributedState {
       items.reserve(replicas);
       co_await self->NextStep(&items);
       if (stop.stop_requested()) break;
+      // The spec is what the first step shows (nothing when it is an error): ElementSpec() must not wait
+      // for a producer that is itself waiting for replicas to make room.
+      if (step == 0) self->FinishSpec();
       bool any = !items.empty();
       if (config.agreement != nullptr) {
         absl::StatusOr<bool> agreed =
@@ -577,7 +581,8 @@ class DistributedIterator {
 
   int num_local_replicas() const { return state_->config().replicas_per_worker; }
 
-  // Per-replica dtypes and shapes. Blocks until the pipeline produced its first element (or ended).
+  // Per-replica dtypes and shapes. Blocks until the pipeline produced its first step (or ended); no
+  // components when that step is an error.
   sluice::ElementSpec ElementSpec() { return state_->GetElementSpec(); }
 
   // Range-for over the remaining steps (blocking); errors are elements.
@@ -669,6 +674,8 @@ class DistributedDataset {
     if (!config_->status.ok()) return 1;
     int64_t n = node_->cardinality();
     if (n < 0) return n;
+    // FILE: this worker reads a share of the files, which the input's cardinality does not know.
+    if (config_->applied_policy == AutoShardPolicy::kFile) return kUnknownCardinality;
     if (config_->mode == detail::DistributeMode::kFromFunction) {
       return (n + config_->replicas_per_worker - 1) / config_->replicas_per_worker;
     }

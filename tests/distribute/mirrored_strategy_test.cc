@@ -153,6 +153,18 @@ TEST(DistributeDatasetTest, ElementSpecForVectorAndTensorBatches) {
   EXPECT_EQ((**step)[1].shape(), Shape({2, 3}));
 }
 
+// The producer, stuck on full queues of error steps, must not keep ElementSpec() waiting.
+TEST(DistributeDatasetTest, ElementSpecDoesNotWaitBehindErrors) {
+  MirroredStrategy strategy(2);
+  DistributeOptions options;
+  options.prefetch_per_replica = 1;
+  auto ds = Range(100).Map([](int64_t) -> absl::StatusOr<int64_t> { return absl::DataLossError("no"); }).Batch(2);
+  auto it = strategy.DistributeDataset(ds, options).MakeIterator();
+  ElementSpec spec = it.ElementSpec();
+  EXPECT_TRUE(spec.components.empty());
+  EXPECT_EQ(it.NextBlocking().status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(DistributeDatasetTest, EmptyTensorPiecesKeepDtypeAndInnerShape) {
   MirroredStrategy strategy(3);
   Tensor t = Tensor::Zeros(DType::kInt32, Shape({1, 5}));

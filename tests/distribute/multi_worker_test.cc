@@ -134,6 +134,33 @@ TEST(MultiWorkerTest, OffPolicyEveryWorkerReadsEverything) {
   EXPECT_EQ(runs[1], runs[0]);
 }
 
+// OFF with a static G over 2 workers x 2 replicas: worker w's piece sizes are worker 0's rotated by w * R
+// (tf.distribute's batch_sizes_for_worker), so every global step takes exactly G elements.
+TEST(MultiWorkerTest, StaticSizesRotatePerWorker) {
+  std::vector<absl::Status> errors;
+  auto runs = RunWorkers<std::vector<int64_t>>(
+      2, 2,
+      [](const MirroredStrategy& s) {
+        DistributeOptions options;
+        options.auto_shard_policy = AutoShardPolicy::kOff;
+        return s.DistributeDataset(Range(14).Batch(7, true), options);
+      },
+      &errors);
+  ASSERT_TRUE(errors[0].ok() && errors[1].ok());
+  ASSERT_EQ(runs[0].size(), 4u);  // 2 batches, each feeding 2 steps
+  ASSERT_EQ(runs[1].size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    size_t w0 = runs[0][k][0].size() + runs[0][k][1].size();
+    size_t w1 = runs[1][k][0].size() + runs[1][k][1].size();
+    EXPECT_EQ(w0 + w1, 7u) << "step " << k;
+  }
+  // Worker 0 cuts [2, 2, 2, 1], worker 1 [2, 1, 2, 2].
+  EXPECT_EQ(runs[0][0], (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(runs[0][1], (std::vector<std::vector<int64_t>>{{4, 5}, {6}}));
+  EXPECT_EQ(runs[1][0], (std::vector<std::vector<int64_t>>{{0, 1}, {2}}));
+  EXPECT_EQ(runs[1][1], (std::vector<std::vector<int64_t>>{{3, 4}, {5, 6}}));
+}
+
 class FileShardTest : public ::testing::Test {
  protected:
   // File i holds i + 1 lines "f<i>-<j>".
