@@ -242,6 +242,20 @@ TEST_F(FileShardTest, AutoShardsListFilesBeforeItsShuffle) {
   }
 }
 
+TEST_F(FileShardTest, GraphAnalysis) {
+  const std::string pattern = testing_util::TempPath("shard_*.txt");
+  auto listed = ListFiles({pattern}, /*shuffle=*/false);
+  EXPECT_EQ(listed.node()->op_name(), "ListFiles");
+  EXPECT_EQ(listed.Cardinality(), 5);
+  auto lines = listed.Interleave([](const std::string& f) { return TextLines({f}); }, 2).Batch(4, true).Prefetch(2);
+  EXPECT_EQ(distribute::FindFileSource(*lines.node()), listed.node().get());
+  EXPECT_EQ(distribute::FindStaticBatchSize(*lines.node()), std::optional<int64_t>(4));
+  EXPECT_EQ(distribute::FindStaticBatchSize(*Range(9).Batch(4).node()), std::nullopt);
+  EXPECT_EQ(distribute::FindStaticBatchSize(*Range(9).Batch(4, true).Map([](std::vector<int64_t> v) { return v; }).node()),
+            std::nullopt);  // a Map may change the batch size
+  EXPECT_EQ(distribute::FindFileSource(*Range(3).node()), nullptr);
+}
+
 TEST_F(FileShardTest, FileErrors) {
   MirroredStrategy strategy(1, 6, 0);
   DistributeOptions file;
