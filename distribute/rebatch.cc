@@ -1,4 +1,4 @@
-#include "distribute/rebatch.h"
+#include "sluice/detail/rebatch.h"
 
 #include <algorithm>
 #include <limits>

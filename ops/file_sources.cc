@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sluice/ops/from_vector.h"
 #include "sluice/ops/generator_source.h"
+#include "sluice/ops/shuffle.h"
 #include "sluice/reactor.h"
 #include "sluice/record_readers.h"
 
@@ -62,8 +64,52 @@ std::vector<Param> RecordFileNode::params() const {
   return {{"files", names}, {"compression", std::string(CompressionName(compression_))}};
 }
 
-std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextPtr) const {
-  return std::make_unique<GeneratorStream<std::string>>(ReadRecordsAsStrings(files_, format_, compression_));
+std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextPtr context) const {
+  return std::make_unique<GeneratorStream<std::string>>(
+      ReadRecordsAsStrings(FilesForContext(this, files_, *context), format_, compression_));
+}
+
+std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
+                                         const IteratorContext& context) {
+  const IteratorContext::FileShard& shard = context.file_shard;
+  if (shard.target != node || shard.num_shards <= 1) return files;
+  std::vector<std::string> mine;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (static_cast<int64_t>(i) % shard.num_shards == shard.index) mine.push_back(files[i]);
+  }
+  return mine;
+}
+
+ListFilesNode::ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed)
+    : files_(std::move(files)), shuffle_(shuffle), seed_(seed ? *seed : RandomSeed()), seeded_(seed.has_value()) {
+  names_ = MakeNames(files_);
+}
+
+NodePtr<std::string> ListFilesNode::MakeNames(std::vector<std::string> files) const {
+  int64_t count = static_cast<int64_t>(files.size());
+  NodePtr<std::string> names =
+      std::make_shared<FromVectorNode<std::string>>(std::make_shared<const std::vector<std::string>>(std::move(files)));
+  if (!shuffle_ || count == 0) return names;
+  return std::make_shared<ShuffleNode<std::string>>(std::move(names), count, seed_, seeded_, /*reshuffle=*/true);
+}
+
+std::vector<Param> ListFilesNode::params() const {
+  std::vector<Param> p = {{"files", absl::StrJoin(files_, ",")}, {"shuffle", shuffle_}};
+  if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+  return p;
+}
+
+std::unique_ptr<Stream<std::string>> ListFilesNode::MakeStream(IteratorContextPtr context) const {
+  const IteratorContext::FileShard& shard = context->file_shard;
+  if (shard.target != this || shard.num_shards <= 1) return names_->MakeStream(std::move(context));
+  NodePtr<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    NodePtr<std::string>& slot = sharded_[{shard.num_shards, shard.index}];
+    if (!slot) slot = MakeNames(FilesForContext(this, files_, *context));
+    names = slot;
+  }
+  return names->MakeStream(std::move(context));
 }
 
 }  // namespace sluice::ops

@@ -225,10 +225,7 @@ inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, bool sh
                                       std::optional<uint64_t> seed = std::nullopt) {
   absl::StatusOr<std::vector<std::string>> files = ops::MatchFiles(patterns);
   if (!files.ok()) return Dataset<std::string>(ops::MakeErrorSource<std::string>("ListFiles", files.status()));
-  int64_t count = static_cast<int64_t>(files->size());
-  Dataset<std::string> names(std::make_shared<ops::FromVectorNode<std::string>>(
-      std::make_shared<const std::vector<std::string>>(std::move(*files))));
-  return shuffle ? names.Shuffle(count, seed) : names;
+  return Dataset<std::string>(std::make_shared<ops::ListFilesNode>(std::move(*files), shuffle, seed));
 }
 
 // The records of TFRecord files, file after file (tf.data.TFRecordDataset).

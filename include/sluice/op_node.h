@@ -21,6 +21,7 @@
 namespace sluice {
 
 class ThreadPool;
+class OpNode;
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
@@ -34,6 +35,14 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
+  // Auto-shard by FILE (sluice/auto_shard.h): the file source `target` keeps files i with
+  // i mod num_shards == index when it makes its stream. Other nodes ignore it.
+  struct FileShard {
+    const OpNode* target = nullptr;
+    int64_t num_shards = 1;
+    int64_t index = 0;
+  };
+  FileShard file_shard;
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 

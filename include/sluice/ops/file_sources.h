@@ -7,10 +7,17 @@
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
 //   offset (see sluice/record_readers.h). TextLines(files, compression): the lines of each file.
 //   Cardinality: unknown.
+// Both are FileListSource nodes: auto-shard by FILE (sluice/auto_shard.h) finds them in the graph and tells
+// them through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
+// so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
 #ifndef SLUICE_OPS_FILE_SOURCES_H_
 #define SLUICE_OPS_FILE_SOURCES_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,7 +39,18 @@ enum class RecordFormat { kTFRecord, kTextLines };
 AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
                                                                  RecordFormat format, Compression compression);
 
-class RecordFileNode final : public Node<std::string> {
+// A node that reads (or lists) a fixed list of files known when the dataset is defined.
+class FileListSource {
+ public:
+  virtual ~FileListSource() = default;
+  virtual const std::vector<std::string>& files() const = 0;
+};
+
+// Files i of `files` with i mod context->file_shard.num_shards == index when `node` is the shard's target.
+std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
+                                         const IteratorContext& context);
+
+class RecordFileNode final : public Node<std::string>, public FileListSource {
  public:
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression)
       : files_(std::move(files)), format_(format), compression_(compression) {}
@@ -41,11 +59,36 @@ class RecordFileNode final : public Node<std::string> {
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::unique_ptr<Stream<std::string>> MakeStream(IteratorContextPtr context) const override;
+  const std::vector<std::string>& files() const override { return files_; }
 
  private:
   std::vector<std::string> files_;
   RecordFormat format_;
   Compression compression_;
+};
+
+// tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
+class ListFilesNode final : public Node<std::string>, public FileListSource {
+ public:
+  ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed);
+  std::string_view op_name() const override { return "ListFiles"; }
+  std::vector<Param> params() const override;
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
+  int64_t cardinality() const override { return static_cast<int64_t>(files_.size()); }
+  std::unique_ptr<Stream<std::string>> MakeStream(IteratorContextPtr context) const override;
+  const std::vector<std::string>& files() const override { return files_; }
+
+ private:
+  NodePtr<std::string> MakeNames(std::vector<std::string> files) const;
+
+  std::vector<std::string> files_;
+  bool shuffle_;
+  uint64_t seed_;  // drawn at definition when none was given, as Shuffle does
+  bool seeded_;
+  NodePtr<std::string> names_;  // the whole list, shuffled unless !shuffle_
+  // One definition per shard, made on first use, so each keeps its own pass counter (reshuffles per epoch).
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<int64_t, int64_t>, NodePtr<std::string>> sharded_;
 };
 
 }  // namespace sluice::ops

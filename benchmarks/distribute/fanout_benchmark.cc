@@ -1,0 +1,117 @@
+// The fan-out stage of a DistributedIterator: per-replica batches/s, a replica's Next() latency, and the
+// elements buffered.
+//
+//   build/bin/fanout_benchmark
+//
+// The producer is free: the pipeline repeats one pre-built Tensor batch (copies share its buffer) and the
+// rebatch slices are views, so the figures measure the fan-out (split, queues, parking, wake-ups) and not
+// the pipeline. Each replica is a thread calling ReplicaIterator::NextBlocking. Wall time (UseRealTime).
+// With 2 cores, 8 replica threads measure parking and wake-ups more than the queues.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "sluice/dataset.h"
+#include "sluice/distribute.h"
+#include "sluice/tensor.h"
+
+namespace sluice {
+namespace {
+
+constexpr int64_t kStepsPerIteration = 20'000;
+constexpr int64_t kRowsPerReplica = 32;
+
+Dataset<Tensor> GlobalBatches(int replicas, int64_t steps) {
+  Tensor batch = Tensor::Zeros(DType::kFloat32, Shape({kRowsPerReplica * replicas, 8}));
+  return FromVector<Tensor>({batch}).Repeat(steps);
+}
+
+struct ReplicaStats {
+  int64_t batches = 0;
+  size_t max_buffered = 0;
+  std::vector<int64_t> latencies_ns;
+};
+
+void RunReplica(ReplicaIterator<Tensor> replica, bool timed, ReplicaStats* stats) {
+  if (timed) stats->latencies_ns.reserve(static_cast<size_t>(kStepsPerIteration));
+  for (;;) {
+    stats->max_buffered = std::max(stats->max_buffered, replica.buffered());
+    auto start = std::chrono::steady_clock::now();
+    auto next = replica.NextBlocking();
+    if (timed) {
+      stats->latencies_ns.push_back(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (!next.ok() || !next->has_value()) return;
+    benchmark::DoNotOptimize((*next)->num_elements());
+    ++stats->batches;
+  }
+}
+
+// Per-replica batches/s with 2, 4, 8 replicas; max_buffered is the most pieces one replica's queue held
+// (the prefetch window is prefetch_per_replica = the number of replicas).
+void BM_FanOutThroughput(benchmark::State& state) {
+  const int replicas = static_cast<int>(state.range(0));
+  MirroredStrategy strategy(replicas);
+  auto dist = strategy.DistributeDataset(GlobalBatches(replicas, kStepsPerIteration));
+  int64_t total = 0;
+  size_t max_buffered = 0;
+  for (auto _ : state) {
+    auto it = dist.MakeIterator();
+    std::vector<ReplicaStats> stats(static_cast<size_t>(replicas));
+    {
+      std::vector<std::jthread> threads;
+      for (int r = 0; r < replicas; ++r) threads.emplace_back(RunReplica, it.Replica(r), false, &stats[r]);
+    }
+    for (const ReplicaStats& s : stats) {
+      total += s.batches;
+      max_buffered = std::max(max_buffered, s.max_buffered);
+    }
+  }
+  state.SetItemsProcessed(total);  // replica batches, all replicas together
+  state.counters["per_replica_batches_per_s"] =
+      benchmark::Counter(static_cast<double>(total) / replicas, benchmark::Counter::kIsRate);
+  state.counters["max_buffered"] = static_cast<double>(max_buffered);
+  state.counters["prefetch_window"] = replicas;
+}
+BENCHMARK(BM_FanOutThroughput)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Latency of one replica's Next() with 2 replicas when the producer keeps up (it has nothing to do).
+void BM_ReplicaNextLatency(benchmark::State& state) {
+  const int replicas = 2;
+  MirroredStrategy strategy(replicas);
+  auto dist = strategy.DistributeDataset(GlobalBatches(replicas, kStepsPerIteration));
+  std::vector<int64_t> all;
+  size_t max_buffered = 0;
+  for (auto _ : state) {
+    auto it = dist.MakeIterator();
+    std::vector<ReplicaStats> stats(static_cast<size_t>(replicas));
+    {
+      std::vector<std::jthread> threads;
+      for (int r = 0; r < replicas; ++r) threads.emplace_back(RunReplica, it.Replica(r), true, &stats[r]);
+    }
+    for (const ReplicaStats& s : stats) {
+      all.insert(all.end(), s.latencies_ns.begin(), s.latencies_ns.end());
+      max_buffered = std::max(max_buffered, s.max_buffered);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  auto at = [&all](double q) {
+    return all.empty() ? 0.0 : static_cast<double>(all[std::min(all.size() - 1, static_cast<size_t>(q * all.size()))]);
+  };
+  state.SetItemsProcessed(static_cast<int64_t>(all.size()));
+  state.counters["p50_ns"] = at(0.50);
+  state.counters["p99_ns"] = at(0.99);
+  state.counters["max_buffered"] = static_cast<double>(max_buffered);
+  state.counters["prefetch_window"] = replicas;
+}
+BENCHMARK(BM_ReplicaNextLatency)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace sluice
+
+BENCHMARK_MAIN();

@@ -1,0 +1,240 @@
+#include "sluice/auto_shard.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/ops/file_sources.h"
+#include "sluice/thread_pool.h"
+
+namespace sluice {
+
+const char* AutoShardPolicyName(AutoShardPolicy policy) {
+  switch (policy) {
+    case AutoShardPolicy::kOff:
+      return "OFF";
+    case AutoShardPolicy::kFile:
+      return "FILE";
+    case AutoShardPolicy::kData:
+      return "DATA";
+    case AutoShardPolicy::kAuto:
+      return "AUTO";
+  }
+  return "?";
+}
+
+// One worker's arrival at round (epoch, step). Arrival happens once, in the first TryCompleteLocked (the
+// wait machinery calls it again after registering the stop callback); later calls only look at whether
+// the round has completed meanwhile.
+class InProcessWorkerAgreement::Arrive final : public detail::WaitOperation<Arrive> {
+  using Base = detail::WaitOperation<Arrive>;
+
+ public:
+  Arrive(InProcessWorkerAgreement* owner, int worker, int64_t epoch, int64_t step, bool mine)
+      : Base(&owner->mutex_, owner->executor_),
+        owner_(owner),
+        worker_(worker),
+        key_(epoch, step),
+        mine_(mine) {}
+
+  absl::StatusOr<bool> await_resume() {
+    if (state() == detail::Waiter::State::kCancelled) {
+      // This worker leaves a round the others cannot complete without it.
+      detail::WakeList wake;
+      std::lock_guard<std::mutex> lock(owner_->mutex_);
+      owner_->AbandonLocked(worker_, key_.first, wake);
+      return absl::CancelledError(absl::StrCat("InProcessWorkerAgreement: worker ", worker_,
+                                               " stopped while waiting at step ", key_.second));
+    }
+    return result_;
+  }
+
+ private:
+  friend Base;
+  friend class InProcessWorkerAgreement;
+
+  bool TryCompleteLocked(detail::WakeList& wake) {
+    InProcessWorkerAgreement& a = *owner_;
+    if (auto gone = a.abandoned_.find(key_.first); gone != a.abandoned_.end()) {
+      result_ = gone->second;
+      return true;
+    }
+    auto it = a.rounds_.find(key_);
+    if (!arrived_) {
+      if (it == a.rounds_.end()) {
+        it = a.rounds_.try_emplace(key_).first;
+        it->second.arrived.assign(static_cast<size_t>(a.num_workers_), false);
+      }
+      Round& round = it->second;
+      if (round.arrived[static_cast<size_t>(worker_)]) {
+        result_ = absl::FailedPreconditionError(absl::StrCat("InProcessWorkerAgreement: worker ", worker_,
+                                                             " arrived twice at step ", key_.second));
+        return true;
+      }
+      arrived_ = true;
+      round.arrived[static_cast<size_t>(worker_)] = true;
+      round.any = round.any || mine_;
+      if (++round.arrivals == a.num_workers_) {
+        round.done = true;
+        ++a.completed_;
+        while (detail::Waiter* w = round.waiters.PopFront()) {
+          static_cast<Arrive*>(w)->result_ = round.any;
+          ++round.collected;
+          wake.Add(w);
+        }
+      }
+    }
+    if (it == a.rounds_.end() || !it->second.done) return false;
+    result_ = it->second.any;
+    if (++it->second.collected == a.num_workers_) a.rounds_.erase(it);
+    return true;
+  }
+  detail::WaiterList& WaitListLocked() { return owner_->rounds_[key_].waiters; }
+
+  InProcessWorkerAgreement* owner_;
+  int worker_;
+  std::pair<int64_t, int64_t> key_;
+  bool mine_;
+  bool arrived_ = false;
+  absl::StatusOr<bool> result_ = false;
+};
+
+InProcessWorkerAgreement::InProcessWorkerAgreement(int num_workers, Executor* executor)
+    : num_workers_(num_workers < 1 ? 1 : num_workers),
+      executor_(executor != nullptr ? executor : &ThreadPool::Default()),
+      epochs_(static_cast<size_t>(num_workers_), 0) {}
+
+int64_t InProcessWorkerAgreement::BeginEpoch(int worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (worker < 0 || worker >= num_workers_) return -1;  // AnyWorkerHasData reports the bad worker
+  return epochs_[static_cast<size_t>(worker)]++;
+}
+
+int64_t InProcessWorkerAgreement::rounds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_;
+}
+
+int InProcessWorkerAgreement::waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int n = 0;
+  for (const auto& [key, round] : rounds_) {
+    if (!round.done) n += round.arrivals;
+  }
+  return n;
+}
+
+void InProcessWorkerAgreement::Abandon(int worker, int64_t epoch) {
+  detail::WakeList wake;  // before the lock: resumes after the unlock
+  std::lock_guard<std::mutex> lock(mutex_);
+  AbandonLocked(worker, epoch, wake);
+}
+
+void InProcessWorkerAgreement::AbandonLocked(int worker, int64_t epoch, detail::WakeList& wake) {
+  if (abandoned_.count(epoch) != 0) return;
+  absl::Status cause = absl::CancelledError(
+      absl::StrCat("InProcessWorkerAgreement: worker ", worker, " left epoch ", epoch, " before its end"));
+  abandoned_.emplace(epoch, cause);
+  for (auto it = rounds_.lower_bound({epoch, INT64_MIN}); it != rounds_.end() && it->first.first == epoch;) {
+    while (detail::Waiter* w = it->second.waiters.PopFront()) {
+      static_cast<Arrive*>(w)->result_ = cause;
+      wake.Add(w);
+    }
+    it = rounds_.erase(it);
+  }
+}
+
+Task<absl::StatusOr<bool>> InProcessWorkerAgreement::AnyWorkerHasData(int worker, int64_t epoch, int64_t step,
+                                                                       bool mine) {
+  if (worker < 0 || worker >= num_workers_) {
+    co_return absl::InvalidArgumentError(
+        absl::StrCat("InProcessWorkerAgreement: worker ", worker, " outside [0, ", num_workers_, ")"));
+  }
+  Arrive arrive(this, worker, epoch, step, mine);
+  absl::StatusOr<bool> any = co_await arrive;
+  co_return any;
+}
+
+namespace distribute {
+namespace {
+
+bool KeepsBatchSize(std::string_view op) {
+  return op == "Prefetch" || op == "Take" || op == "Skip" || op == "Shard" || op == "Repeat" || op == "Shuffle" ||
+         op == "Filter" || op == "TakeWhile";
+}
+
+template <class V>
+std::optional<V> ParamAs(const std::vector<Param>& params, std::string_view name) {
+  for (const Param& p : params) {
+    if (p.name == name && std::holds_alternative<V>(p.value)) return std::get<V>(p.value);
+  }
+  return std::nullopt;
+}
+
+const OpNode* FindFileSourceFrom(const OpNode& node, int depth) {
+  if (dynamic_cast<const ops::FileListSource*>(&node) != nullptr) return &node;
+  if (depth > 10000) return nullptr;  // a pathological graph: give up rather than overflow the stack
+  for (const std::shared_ptr<const OpNode>& input : node.inputs()) {
+    if (input == nullptr) continue;
+    if (const OpNode* found = FindFileSourceFrom(*input, depth + 1)) return found;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
+  const OpNode* node = &root;
+  for (int hops = 0; node != nullptr && hops < 10000; ++hops) {
+    std::string_view op = node->op_name();
+    if (op == "Batch" || op == "PaddedBatch") {
+      std::vector<Param> params = node->params();
+      std::optional<bool> drop = ParamAs<bool>(params, "drop_remainder");
+      std::optional<int64_t> size = ParamAs<int64_t>(params, "batch_size");
+      if (drop.value_or(false) && size.has_value() && *size > 0) return size;
+      return std::nullopt;
+    }
+    if (!KeepsBatchSize(op)) return std::nullopt;
+    std::vector<std::shared_ptr<const OpNode>> inputs = node->inputs();
+    if (inputs.size() != 1) return std::nullopt;
+    node = inputs[0].get();
+  }
+  return std::nullopt;
+}
+
+const OpNode* FindFileSource(const OpNode& root) { return FindFileSourceFrom(root, 0); }
+
+absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested, int num_workers) {
+  ShardDecision decision;
+  if (num_workers <= 1 || requested == AutoShardPolicy::kOff) return decision;
+  if (requested == AutoShardPolicy::kData) {
+    decision.applied = AutoShardPolicy::kData;
+    return decision;
+  }
+  const OpNode* source = FindFileSource(root);
+  if (source == nullptr) {
+    if (requested == AutoShardPolicy::kAuto) {
+      decision.applied = AutoShardPolicy::kData;
+      return decision;
+    }
+    return absl::InvalidArgumentError(
+        "AutoShardPolicy FILE: no file-based source (ListFiles, TFRecord, TextLines) in the dataset; set "
+        "auto_shard_policy to DATA to shard by element");
+  }
+  int64_t num_files = static_cast<int64_t>(dynamic_cast<const ops::FileListSource*>(source)->files().size());
+  if (num_files < num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AutoShardPolicy ", AutoShardPolicyName(requested), ": the dataset's ", std::string(source->op_name()), " source has ",
+        num_files, " file(s), fewer than the ", num_workers,
+        " workers; set auto_shard_policy to DATA, or split the input into at least as many files as workers"));
+  }
+  decision.applied = AutoShardPolicy::kFile;
+  decision.file_source = source;
+  decision.num_files = num_files;
+  return decision;
+}
+
+}  // namespace distribute
+}  // namespace sluice
