@@ -36,6 +36,7 @@
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
+#include "sluice/ops/parallel_map.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
 #include "sluice/ops/repeat.h"
@@ -87,6 +88,15 @@ class Dataset {
   auto Map(F f, std::string name = "<function>") const {
     using Node = ops::MapNode<T, F>;
     return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), std::move(name)));
+  }
+
+  // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
+  // deterministic unset = Options::deterministic. See sluice/ops/parallel_map.h.
+  template <class F>
+  auto Map(F f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt,
+           std::string name = "<function>") const {
+    return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(
+        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, std::move(name)));
   }
 
   // predicate: const T& -> bool or absl::StatusOr<bool>.

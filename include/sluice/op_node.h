@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,6 +22,7 @@
 namespace sluice {
 
 class ThreadPool;
+class Tuner;
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
@@ -34,6 +36,9 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
+  // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/autotune.h.
+  mutable std::mutex tuner_mu;
+  mutable std::shared_ptr<Tuner> tuner;
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 
