@@ -104,3 +104,5 @@ BENCHMARK(BM_ShardsAndMap)
 
 }  // namespace
 }  // namespace sluice
+
+BENCHMARK_MAIN();

@@ -130,3 +130,5 @@ BENCHMARK(BM_Interleave)
 
 }  // namespace
 }  // namespace sluice
+
+BENCHMARK_MAIN();

@@ -390,7 +390,10 @@ class ParallelInterleaveNode final
           if (!pending) slot.busy = false;
           s->NotifyConsumerLocked(&set);
         }
-        if (set) s->ready_.Set();
+        if (set) {
+          s->ready_.Set();
+          co_await s->pool_->Yield();  // let the consumer, queued behind this worker, run now
+        }
         if (pending) {
           co_await stream->WaitReady();  // cancelled through the scope's token at shutdown
           std::lock_guard<std::mutex> lock(s->mu_);

@@ -11,7 +11,7 @@
 //   (an error Status or an exception) fails that element only, as "ParallelMap (element i): ...", and
 //   the stream goes on. num_parallel_calls < -1 is InvalidArgument; 0 and 1 are the sequential Map;
 //   kAutotune (-1) lets the iterator's tuner choose (see sluice/autotune.h).
-// - Buffering: at most `capacity` elements (2 x the maximum parallelism) are taken from the input and not
+// - Buffering: at most `capacity` elements (4 x the maximum parallelism) are taken from the input and not
 //   yet returned, so memory stays bounded however slow the consumer.
 // - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
 //   (f cannot be interrupted) and for every worker, then frees the buffers. A consumer's WaitReady()
@@ -118,7 +118,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         pool_(pool),
         deterministic_(deterministic),
         max_parallelism_(std::max(1, max_parallelism)),
-        capacity_(2 * static_cast<size_t>(max_parallelism_)),
+        capacity_(4 * static_cast<size_t>(max_parallelism_)),
+        wake_run_(std::max<size_t>(1, capacity_ / 2)),
         target_(std::clamp(parallelism, 1, max_parallelism_)),
         ring_(deterministic ? capacity_ : 0),
         ready_(/*initially_set=*/false, pool),
@@ -225,8 +226,18 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   bool ShouldParkLocked() const {
     return !ExitLocked() && (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst));
   }
+  // Whether a waiting consumer should be woken: the end, or a run of results ready at the head. Waking
+  // for every single result costs a pool hop and a thread wake-up per element, so the consumer sleeps
+  // until half the buffer is ready, or until nothing more is in flight (then what is there is all that
+  // is coming soon).
   bool ReadyLocked() const {
-    if (deterministic_ ? ring_[consumed_ % capacity_].has_value() : !completed_.empty()) return true;
+    size_t run = 0;
+    if (deterministic_) {
+      while (run < wake_run_ && ring_[(consumed_ + run) % capacity_].has_value()) ++run;
+    } else {
+      run = completed_.size();
+    }
+    if (run > 0) return run >= wake_run_ || in_flight_ == 0;
     return input_done_ && outstanding_ == 0;
   }
   PollState EndOrPendingLocked() const {
@@ -242,6 +253,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     }
     if (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst)) return Step::kPark;
     ++outstanding_;
+    ++in_flight_;
     return Step::kGo;
   }
 
@@ -250,6 +262,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     {
       std::lock_guard<std::mutex> lock(mu_);
       --outstanding_;
+      --in_flight_;
       set = consumer_waiting_ && ReadyLocked();
       if (set) consumer_waiting_ = false;
     }
@@ -264,6 +277,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       std::lock_guard<std::mutex> lock(mu_);
       input_done_ = true;
       --outstanding_;
+      --in_flight_;
       --running_;
       parked_.TakeAll(&wake);
       set = consumer_waiting_ && ReadyLocked();
@@ -286,7 +300,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     ResumeAllOn(pool_, &wake);
   }
 
-  void Store(int64_t index, absl::StatusOr<U> result) {
+  // True when it woke the consumer.
+  bool Store(int64_t index, absl::StatusOr<U> result) {
     bool set = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -295,10 +310,12 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       } else {
         completed_.push_back(std::move(result));
       }
+      --in_flight_;
       set = consumer_waiting_ && ReadyLocked();
       if (set) consumer_waiting_ = false;
     }
     if (set) ready_.Set();
+    return set;
   }
 
   static Task<void> Worker(ParallelMapStream* s) {
@@ -337,21 +354,26 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         continue;
       }
       if (state == PollState::kPending) {
+        // Not in flight while waiting: a consumer waiting for a run of results is woken meanwhile.
+        s->Unreserve();
         co_await s->input_->WaitReady();  // cancelled through the scope's token at shutdown
         s->InputAwaited();
-        s->Unreserve();
         continue;
       }
       if (state == PollState::kEnd) {
         s->FinishInput();
         co_return;
       }
+      bool woke = false;
       if (element.ok()) {
         absl::StatusOr<U> result = s->fn_(std::move(*element), index);
-        s->Store(index, std::move(result));
+        woke = s->Store(index, std::move(result));
       } else {
-        s->Store(index, absl::StatusOr<U>(std::move(element).status()));
+        woke = s->Store(index, absl::StatusOr<U>(std::move(element).status()));
       }
+      // The consumer was queued on this worker's pool queue; a worker loops without returning to the
+      // pool, so let it run now rather than when the buffer fills and the workers park.
+      if (woke) co_await s->pool_->Yield();
     }
   }
 
@@ -378,6 +400,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   const bool deterministic_;
   const int max_parallelism_;
   const size_t capacity_;
+  const size_t wake_run_;
   std::atomic<int> target_;
   bool started_ = false;  // consumer only
 
@@ -393,6 +416,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   std::deque<absl::StatusOr<U>> completed_;             // nondeterministic: completion order
   size_t consumed_ = 0;
   size_t outstanding_ = 0;  // reserved or taken from the input and not yet returned
+  size_t in_flight_ = 0;    // reserved and not yet stored (being pulled or computed)
   int running_ = 0;         // workers spawned and not exited
   bool input_done_ = false;
   bool stopping_ = false;
