@@ -10,6 +10,7 @@
 // process two cores (check the load average in the header).
 #include <cstdint>
 #include <optional>
+#include <thread>
 
 #include "benchmark/benchmark.h"
 #include "sluice/dataset.h"
@@ -50,6 +51,33 @@ void BM_FunctionAlone(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(Work(i++));
 }
 BENCHMARK(BM_FunctionAlone)->Unit(benchmark::kMicrosecond);
+
+// The ceiling on this machine: the same work split over two plain threads by hand, no pipeline. On a
+// shared machine this is what "2 threads" can give; compare the parallel map's speed-up with this one's.
+void BM_HandTwoThreads(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t a = 0;
+    int64_t b = 0;
+    std::thread other([&a] {
+      for (int64_t i = 0; i < kElements / 2; ++i) a += Work(i);
+    });
+    for (int64_t i = kElements / 2; i < kElements; ++i) b += Work(i);
+    other.join();
+    benchmark::DoNotOptimize(a + b);
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+BENCHMARK(BM_HandTwoThreads)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+void BM_HandOneThread(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t a = 0;
+    for (int64_t i = 0; i < kElements; ++i) a += Work(i);
+    benchmark::DoNotOptimize(a);
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+BENCHMARK(BM_HandOneThread)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_SequentialMap(benchmark::State& state) { Drain(Range(kElements).Map(Work), state); }
 BENCHMARK(BM_SequentialMap)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
