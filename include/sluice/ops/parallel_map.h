@@ -231,13 +231,17 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // until half the buffer is ready, or until nothing more is in flight (then what is there is all that
   // is coming soon).
   bool ReadyLocked() const {
+    // Half the buffer the current workers can fill (twice their number), so a tuned-down op is not
+    // made to wait for a run its few workers take long to produce.
+    size_t wake_run =
+        std::min(wake_run_, 2 * static_cast<size_t>(std::max(1, target_.load(std::memory_order_relaxed))));
     size_t run = 0;
     if (deterministic_) {
-      while (run < wake_run_ && ring_[(consumed_ + run) % capacity_].has_value()) ++run;
+      while (run < wake_run && ring_[(consumed_ + run) % capacity_].has_value()) ++run;
     } else {
       run = completed_.size();
     }
-    if (run > 0) return run >= wake_run_ || in_flight_ == 0;
+    if (run > 0) return run >= wake_run || in_flight_ == 0;
     return input_done_ && outstanding_ == 0;
   }
   PollState EndOrPendingLocked() const {
