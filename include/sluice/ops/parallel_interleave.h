@@ -13,9 +13,9 @@
 //   that has none ready; the output is the same multiset in another order.
 //   deterministic unset = Options::deterministic.
 // - Errors: as the sequential form (an input error element or f failing is yielded in that slot's turn;
-//   sub-dataset errors are elements). cycle_length or block_length <= 0, or num_parallel_calls < -1,
-//   are InvalidArgument. num_parallel_calls 0 is the sequential Interleave; values above cycle_length
-//   are cut to cycle_length; kAutotune lets the iterator's tuner pick up to cycle_length.
+//   sub-dataset errors are elements). cycle_length or block_length <= 0, num_parallel_calls < -1, or
+//   num_parallel_calls > cycle_length (as tf.data's op) are InvalidArgument. num_parallel_calls 0 is the
+//   sequential Interleave (C++ has no None); kAutotune lets the iterator's tuner pick up to cycle_length.
 // - Input elements and f run on the consumer's thread (f only builds a dataset); sub-dataset streams are
 //   polled on the pool, one worker per slot at a time.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
@@ -472,6 +472,11 @@ auto MakeParallelInterleave(NodePtr<T> input, F f, int64_t cycle_length, int64_t
         absl::InvalidArgumentError(absl::StrCat("Interleave: cycle_length (", cycle_length, ") and block_length (",
                                                 block_length, ") must be > 0 and num_parallel_calls (",
                                                 num_parallel_calls, ") >= 0 or kAutotune")));
+  }
+  if (num_parallel_calls > cycle_length) {
+    return MakeErrorSource<U>("ParallelInterleave", absl::InvalidArgumentError(absl::StrCat(
+                                                        "Interleave: num_parallel_calls (", num_parallel_calls,
+                                                        ") must be <= cycle_length (", cycle_length, ")")));
   }
   if (num_parallel_calls == 0) {
     return std::make_shared<InterleaveNode<T, F>>("Interleave", std::move(input), std::move(f), std::move(name),
