@@ -38,6 +38,8 @@
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
 #include "sluice/ops/padded_batch.h"
+#include "sluice/ops/parallel_interleave.h"
+#include "sluice/ops/parallel_map.h"
 #include "sluice/ops/parse_example.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
@@ -93,6 +95,15 @@ class Dataset {
     return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), std::move(name)));
   }
 
+  // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
+  // deterministic unset = Options::deterministic. See sluice/ops/parallel_map.h.
+  template <class F>
+  auto Map(F f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt,
+           std::string name = "<function>") const {
+    return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(
+        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, std::move(name)));
+  }
+
   // predicate: const T& -> bool or absl::StatusOr<bool>.
   template <class P>
   Dataset<T> Filter(P predicate, std::string name = "<function>") const {
@@ -143,6 +154,16 @@ class Dataset {
     }
     return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), std::move(name), cycle_length,
                                              block_length));
+  }
+
+  // Parallel form (num_parallel_calls 0: sequential; kAutotune: tuned); deterministic unset =
+  // Options::deterministic. See sluice/ops/parallel_interleave.h.
+  template <class F>
+  auto Interleave(F f, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
+                  std::optional<bool> deterministic = std::nullopt, std::string name = "<function>") const {
+    if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    return Dataset<typename ops::InterleaveNode<T, F>::U>(ops::MakeParallelInterleave<T, F>(
+        node_, std::move(f), cycle_length, block_length, num_parallel_calls, deterministic, std::move(name)));
   }
 
   // Interleave(f, 1, 1): each sub-dataset in full, in input order.

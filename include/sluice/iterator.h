@@ -8,7 +8,19 @@
 // - When every op in the pipeline is synchronous, Next() completes without suspending or allocating.
 // - Cancellation: Next() observes the awaiting coroutine's stop token while it waits.
 // - Threading: one consumer at a time. Destroying the iterator stops and joins the work its ops
-//   started; do it on a thread that is not one of the iterator's pool workers.
+//   started, blocking; do it on a thread that is not one of the iterator's pool workers, or first
+//   `co_await it.Close()`.
+// - Close(): an awaitable that cancels and awaits everything the pipeline started without blocking the
+//   awaiting thread: the pipeline is torn down on a helper thread (where blocking joins are harmless)
+//   and the awaiting coroutine resumes on the iterator's pool when it is gone. Afterwards Next() returns
+//   the end (std::nullopt), and the destructor no longer blocks on the pipeline. Closing twice is a
+//   no-op; Close itself is not cancellable (teardown always completes). Call it only when no Next() is
+//   pending.
+//
+//   Task<void> Consume(Iterator<int64_t> it) {     // e.g. running on a pool worker
+//     for (int i = 0; i < 10; ++i) (void)co_await it.Next();
+//     co_await it.Close();                         // safe here; ~Iterator would block this worker
+//   }
 #ifndef SLUICE_ITERATOR_H_
 #define SLUICE_ITERATOR_H_
 
@@ -16,6 +28,8 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <semaphore>
+#include <thread>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -23,6 +37,7 @@
 #include "sluice/stream.h"
 #include "sluice/sync_wait.h"
 #include "sluice/task.h"
+#include "sluice/thread_pool.h"
 
 namespace sluice {
 
@@ -34,7 +49,49 @@ class Iterator {
   Iterator(std::unique_ptr<Stream<T>> stream, IteratorContextPtr context)
       : context_(std::move(context)), stream_(std::move(stream)) {}
   Iterator(Iterator&&) noexcept = default;
-  Iterator& operator=(Iterator&&) noexcept = default;
+  Iterator& operator=(Iterator&& other) noexcept {
+    if (this != &other) {
+      stream_.reset();
+      JoinCloser();
+      context_ = std::move(other.context_);
+      stream_ = std::move(other.stream_);
+      element_ = std::move(other.element_);
+      closer_ = std::move(other.closer_);
+    }
+    return *this;
+  }
+  ~Iterator() {
+    stream_.reset();  // before the context that may own a private pool
+    JoinCloser();
+  }
+
+  // See the contract above: `co_await it.Close();`.
+  class [[nodiscard]] CloseAwaiter {
+   public:
+    explicit CloseAwaiter(Iterator* it) : it_(it) {}
+    bool await_ready() const noexcept { return it_->stream_ == nullptr; }
+    void await_suspend(std::coroutine_handle<> awaiting) {
+      it_->JoinCloser();
+      auto go = std::make_shared<std::binary_semaphore>(0);
+      it_->closer_ = std::thread([go, stream = std::move(it_->stream_), pool = it_->context_->pool,
+                                  awaiting]() mutable {
+        // Waits until closer_ is stored: once `awaiting` resumes it may destroy the iterator, which
+        // joins this thread.
+        go->acquire();
+        stream.reset();
+        pool->Execute(awaiting);
+      });
+      go->release();
+    }
+    void await_resume() const noexcept {}
+
+   private:
+    Iterator* it_;
+  };
+  CloseAwaiter Close() { return CloseAwaiter(this); }
+
+  // What the iterator's ops share (its pool, options).
+  const IteratorContext& context() const { return *context_; }
 
   // Polls first; only when the pipeline has nothing ready does it run a coroutine that waits.
   class [[nodiscard]] NextAwaiter {
@@ -100,8 +157,16 @@ class Iterator {
   std::default_sentinel_t end() { return {}; }
 
  private:
+  void JoinCloser() {
+    if (closer_.joinable()) closer_.join();
+  }
+
   // True with *out set when the pipeline answered without waiting.
   bool TryNext(std::optional<Result>* out) {
+    if (stream_ == nullptr) {  // closed (or moved from)
+      out->emplace(std::nullopt);
+      return true;
+    }
     switch (stream_->Poll(&element_)) {
       case PollState::kReady:
         if (element_.ok()) {
@@ -132,6 +197,7 @@ class Iterator {
   IteratorContextPtr context_;
   std::unique_ptr<Stream<T>> stream_;  // destroyed before the context that owns a private pool
   absl::StatusOr<T> element_;
+  std::thread closer_;  // the thread that ran Close's teardown; joined before the next one, and at the end
 };
 
 }  // namespace sluice

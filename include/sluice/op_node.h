@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -22,6 +23,7 @@ namespace sluice {
 
 class ThreadPool;
 class OpNode;
+class Tuner;
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
@@ -43,6 +45,9 @@ struct IteratorContext {
     int64_t index = 0;
   };
   FileShard file_shard;
+  // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/autotune.h.
+  mutable std::mutex tuner_mu;
+  mutable std::shared_ptr<Tuner> tuner;
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 

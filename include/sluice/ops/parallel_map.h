@@ -1,0 +1,510 @@
+// Parallel Map, as tf.data.Dataset.map(f, num_parallel_calls, deterministic), and the reusable machinery
+// that runs any per-element function on the pool with the same ordering guarantees.
+//
+// Contract (ParallelMapNode / Dataset::Map(f, num_parallel_calls, deterministic)):
+// - Elements: f(x) for each input element x. f runs on the iterator's pool, at most num_parallel_calls
+//   calls at once; f must be safe to call concurrently (it is one object shared by the workers).
+// - Order: deterministic=true returns the results in input order; false returns them in completion
+//   order (whatever finished first), which keeps a slow element from holding back the others.
+//   deterministic unset = Options::deterministic.
+// - Errors: an error element of the input passes through in its position (f is not called); f failing
+//   (an error Status or an exception) fails that element only, as "ParallelMap (element i): ...", and
+//   the stream goes on. num_parallel_calls < -1 is InvalidArgument; 0 and 1 are the sequential Map;
+//   kAutotune (-1) lets the iterator's tuner choose (see sluice/autotune.h).
+// - Buffering: at most `capacity` elements (4 x the maximum parallelism) are taken from the input and not
+//   yet returned, so memory stays bounded however slow the consumer.
+// - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
+//   (f cannot be interrupted) and for every worker, then frees the buffers. A consumer's WaitReady()
+//   observes its stop token.
+// - Threading: one consumer; workers resume the consumer through the pool, never inline.
+// - Cardinality: the input's.
+//
+//   Dataset<int64_t> squares = Range(1000).Map([](int64_t x) { return x * x; }, /*num_parallel_calls=*/4);
+//
+// Reuse: detail_parallel::ParallelMapStream<T, U, Fn> takes a Stream<T> and any Fn with
+// `absl::StatusOr<U> fn(T value, int64_t index) const` and gives a Stream<U> with the guarantees above;
+// a parallel Batch is a synchronous "group into std::vector<T>" stream under a ParallelMapStream whose
+// Fn stacks one group.
+#ifndef SLUICE_OPS_PARALLEL_MAP_H_
+#define SLUICE_OPS_PARALLEL_MAP_H_
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/async_event.h"
+#include "sluice/async_scope.h"
+#include "sluice/autotune.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/map.h"
+#include "sluice/ops/prefetch.h"
+#include "sluice/ops/user_function.h"
+#include "sluice/task.h"
+#include "sluice/thread_pool.h"
+
+namespace sluice::ops {
+namespace detail_parallel {
+
+// Coroutines parked until a condition guarded by their owner's mutex may have changed. Woken handles
+// resume through the pool, outside the lock: a worker never runs inside its waker's stack.
+class ParkList {
+ public:
+  // Under the owner's lock.
+  void Add(std::coroutine_handle<> h) { parked_.push_back(h); }
+  bool empty() const { return parked_.empty(); }
+  void TakeAll(std::vector<std::coroutine_handle<>>* out) {
+    out->insert(out->end(), parked_.begin(), parked_.end());
+    parked_.clear();
+  }
+  std::coroutine_handle<> TakeOne() {
+    if (parked_.empty()) return nullptr;
+    std::coroutine_handle<> h = parked_.back();
+    parked_.pop_back();
+    return h;
+  }
+
+ private:
+  std::vector<std::coroutine_handle<>> parked_;
+};
+
+// Parks the awaiting coroutine on owner->parked_ unless owner->ShouldParkLocked() turned false; both
+// checked under owner->mu_, so a waker that changes the condition under that lock cannot be missed.
+template <class Owner>
+class ParkAwaiter {
+ public:
+  explicit ParkAwaiter(Owner* owner) : owner_(owner) {}
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> h) {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    if (!owner_->ShouldParkLocked()) return false;
+    owner_->parked_.Add(h);
+    return true;
+  }
+  void await_resume() const noexcept {}
+
+ private:
+  Owner* owner_;
+};
+
+inline void ResumeAllOn(ThreadPool* pool, std::vector<std::coroutine_handle<>>* handles) {
+  for (std::coroutine_handle<> h : *handles) pool->Execute(h);
+  handles->clear();
+}
+
+// See the file comment. `parallelism` workers start on the first Poll; SetParallelism (the tuner's
+// knob, thread-safe) changes their number between 1 and `max_parallelism` while the stream runs.
+template <class T, class U, class Fn>
+class ParallelMapStream final : public Stream<U>, public Tunable {
+ public:
+  // `tuner` (may be null) samples this stream and calls SetParallelism while it runs.
+  ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
+                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr)
+      : input_(std::move(input)),
+        fn_(std::move(fn)),
+        pool_(pool),
+        deterministic_(deterministic),
+        max_parallelism_(std::max(1, max_parallelism)),
+        capacity_(4 * static_cast<size_t>(max_parallelism_)),
+        wake_run_(std::max<size_t>(1, capacity_ / 2)),
+        target_(std::clamp(parallelism, 1, max_parallelism_)),
+        ring_(deterministic ? capacity_ : 0),
+        ready_(/*initially_set=*/false, pool),
+        tuner_(tuner) {}
+
+  ~ParallelMapStream() override {
+    BeginShutdown();
+    scope_.JoinBlocking();
+  }
+
+  PollState Poll(absl::StatusOr<U>* out) override {
+    if (!started_) Start();
+    std::coroutine_handle<> wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (deterministic_) {
+        std::optional<absl::StatusOr<U>>& slot = ring_[consumed_ % capacity_];
+        if (!slot.has_value()) return EndOrPendingLocked();
+        *out = std::move(*slot);
+        slot.reset();
+      } else {
+        if (completed_.empty()) return EndOrPendingLocked();
+        *out = std::move(completed_.front());
+        completed_.pop_front();
+      }
+      ++consumed_;
+      --outstanding_;
+      wake = parked_.TakeOne();
+    }
+    if (wake) pool_->Execute(wake);
+    return PollState::kReady;
+  }
+
+  Task<void> WaitReady() override { return Wait(this); }
+
+  // Tunable: the number of workers (calls in flight).
+  int parallelism() const override { return target_.load(std::memory_order_relaxed); }
+  int max_parallelism() const override { return max_parallelism_; }
+  void SetParallelism(int n) override {
+    n = std::clamp(n, 1, max_parallelism_);
+    target_.store(n, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+    if (spawn_closed_ || !spawning_) return;
+    int to_spawn = 0;
+    std::vector<std::coroutine_handle<>> wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || input_done_) return;
+      to_spawn = std::max(0, n - running_);
+      running_ += to_spawn;
+      parked_.TakeAll(&wake);  // a lower target may have parked some that should now run, or exit
+    }
+    // Spawning under spawn_mu_ keeps the destructor's join from passing a worker about to start; a
+    // worker touches nothing of ours before it has hopped onto the pool.
+    for (int i = 0; i < to_spawn; ++i) scope_.Spawn(Worker(this));
+    ResumeAllOn(pool_, &wake);
+  }
+  BufferStats buffer_stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return BufferStats{static_cast<int64_t>(deterministic_ ? ReadyCountLocked() : completed_.size()),
+                       static_cast<int64_t>(capacity_)};
+  }
+
+ private:
+  template <class Owner>
+  friend class ParkAwaiter;
+
+  enum class Step : uint8_t { kGo, kPark, kExit };
+
+  void Start() {
+    started_ = true;
+    {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      spawning_ = true;
+    }
+    SetParallelism(target_.load(std::memory_order_relaxed));
+    if (tuner_ != nullptr) registration_.emplace(tuner_, this);
+  }
+
+  // Stops new work: workers exit at their next check, parked ones are woken to see it.
+  void BeginShutdown() {
+    registration_.reset();  // first: after this the tuner no longer calls SetParallelism
+    std::vector<std::coroutine_handle<>> wake;
+    {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      spawn_closed_ = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      parked_.TakeAll(&wake);
+    }
+    scope_.RequestStop();
+    ResumeAllOn(pool_, &wake);
+  }
+
+  size_t ReadyCountLocked() const {
+    size_t n = 0;
+    for (size_t i = consumed_; i < consumed_ + capacity_ && ring_[i % capacity_].has_value(); ++i) ++n;
+    return n;
+  }
+
+  bool ExitLocked() const {
+    return stopping_ || input_done_ || running_ > target_.load(std::memory_order_relaxed);
+  }
+  bool ShouldParkLocked() const {
+    return !ExitLocked() && (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst));
+  }
+  // Whether a waiting consumer should be woken: the end, or a run of results ready at the head. Waking
+  // for every single result costs a pool hop and a thread wake-up per element, so the consumer sleeps
+  // until half the buffer is ready, or until nothing more is in flight (then what is there is all that
+  // is coming soon).
+  bool ReadyLocked() const {
+    // Half the buffer the current workers can fill (twice their number), so a tuned-down op is not
+    // made to wait for a run its few workers take long to produce.
+    size_t wake_run =
+        std::min(wake_run_, 2 * static_cast<size_t>(std::max(1, target_.load(std::memory_order_relaxed))));
+    size_t run = 0;
+    if (deterministic_) {
+      while (run < wake_run && ring_[(consumed_ + run) % capacity_].has_value()) ++run;
+    } else {
+      run = completed_.size();
+    }
+    if (run > 0) return run >= wake_run || in_flight_ == 0;
+    return input_done_ && outstanding_ == 0;
+  }
+  PollState EndOrPendingLocked() const {
+    return input_done_ && outstanding_ == 0 ? PollState::kEnd : PollState::kPending;
+  }
+
+  // Takes a place in the buffer before pulling from the input, so the buffer bound is exact.
+  Step Reserve() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ExitLocked()) {
+      --running_;
+      return Step::kExit;
+    }
+    if (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst)) return Step::kPark;
+    ++outstanding_;
+    ++in_flight_;
+    return Step::kGo;
+  }
+
+  void Unreserve() {
+    bool set = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --outstanding_;
+      --in_flight_;
+      set = consumer_waiting_ && ReadyLocked();
+      if (set) consumer_waiting_ = false;
+    }
+    if (set) ready_.Set();
+  }
+
+  // The input ended: every worker exits, and the consumer sees the end once the rest is returned.
+  void FinishInput() {
+    std::vector<std::coroutine_handle<>> wake;
+    bool set = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      input_done_ = true;
+      --outstanding_;
+      --in_flight_;
+      --running_;
+      parked_.TakeAll(&wake);
+      set = consumer_waiting_ && ReadyLocked();
+      if (set) consumer_waiting_ = false;
+    }
+    if (set) ready_.Set();
+    ResumeAllOn(pool_, &wake);
+  }
+
+  void InputAwaited() {
+    {
+      std::lock_guard<std::mutex> in_lock(input_mu_);
+      input_awaiting_.store(false, std::memory_order_seq_cst);
+    }
+    std::vector<std::coroutine_handle<>> wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      parked_.TakeAll(&wake);
+    }
+    ResumeAllOn(pool_, &wake);
+  }
+
+  // True when it woke the consumer.
+  bool Store(int64_t index, absl::StatusOr<U> result) {
+    bool set = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (deterministic_) {
+        ring_[static_cast<size_t>(index) % capacity_].emplace(std::move(result));
+      } else {
+        completed_.push_back(std::move(result));
+      }
+      --in_flight_;
+      set = consumer_waiting_ && ReadyLocked();
+      if (set) consumer_waiting_ = false;
+    }
+    if (set) ready_.Set();
+    return set;
+  }
+
+  static Task<void> Worker(ParallelMapStream* s) {
+    co_await s->pool_->Schedule();
+    absl::StatusOr<T> element;
+    for (;;) {
+      Step step = s->Reserve();
+      if (step == Step::kExit) co_return;
+      if (step == Step::kPark) {
+        ParkAwaiter<ParallelMapStream> park(s);
+        co_await park;
+        continue;
+      }
+      // Holding a reservation: pull one input element. Only one worker polls the input at a time, and
+      // none while another awaits the input's WaitReady (a stream has one consumer).
+      PollState state = PollState::kPending;
+      int64_t index = 0;
+      bool busy = false;
+      {
+        std::lock_guard<std::mutex> in_lock(s->input_mu_);
+        if (s->input_awaiting_.load(std::memory_order_seq_cst)) {
+          busy = true;
+        } else if (s->input_ended_) {
+          state = PollState::kEnd;
+        } else {
+          state = s->input_->Poll(&element);
+          if (state == PollState::kPending) s->input_awaiting_.store(true, std::memory_order_seq_cst);
+          if (state == PollState::kEnd) s->input_ended_ = true;
+          if (state == PollState::kReady) index = s->next_index_++;
+        }
+      }
+      if (busy) {
+        s->Unreserve();
+        ParkAwaiter<ParallelMapStream> park(s);
+        co_await park;
+        continue;
+      }
+      if (state == PollState::kPending) {
+        // Not in flight while waiting: a consumer waiting for a run of results is woken meanwhile.
+        s->Unreserve();
+        co_await s->input_->WaitReady();  // cancelled through the scope's token at shutdown
+        s->InputAwaited();
+        continue;
+      }
+      if (state == PollState::kEnd) {
+        s->FinishInput();
+        co_return;
+      }
+      bool woke = false;
+      if (element.ok()) {
+        absl::StatusOr<U> result = s->fn_(std::move(*element), index);
+        woke = s->Store(index, std::move(result));
+      } else {
+        woke = s->Store(index, absl::StatusOr<U>(std::move(element).status()));
+      }
+      // The consumer was queued on this worker's pool queue; a worker loops without returning to the
+      // pool, so let it run now rather than when the buffer fills and the workers park.
+      if (woke) co_await s->pool_->Yield();
+    }
+  }
+
+  static Task<void> Wait(ParallelMapStream* s) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu_);
+      if (s->ReadyLocked()) co_return;
+      // Reset under mu_: a worker that makes the stream ready later sees consumer_waiting_ and Sets
+      // after this, so the wake-up cannot be lost.
+      s->consumer_waiting_ = true;
+      s->ready_.Reset();
+    }
+    auto start = std::chrono::steady_clock::now();
+    absl::Status waited = co_await s->ready_.Wait();
+    (void)waited;  // cancelled: Poll simply reports pending again
+    s->AddConsumerWait(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  // Declared first, destroyed last: workers use it until the scope is joined.
+  std::unique_ptr<Stream<T>> input_;
+  Fn fn_;
+  ThreadPool* pool_;
+  const bool deterministic_;
+  const int max_parallelism_;
+  const size_t capacity_;
+  const size_t wake_run_;
+  std::atomic<int> target_;
+  bool started_ = false;  // consumer only
+
+  // Input side: input_mu_ serialises Poll of the input; input_awaiting_ is set while one worker awaits
+  // the input's WaitReady (read under mu_ by parkers, see ShouldParkLocked).
+  std::mutex input_mu_;
+  std::atomic<bool> input_awaiting_{false};
+  bool input_ended_ = false;  // input_mu_
+  int64_t next_index_ = 0;    // input_mu_
+
+  mutable std::mutex mu_;
+  std::vector<std::optional<absl::StatusOr<U>>> ring_;  // deterministic: index % capacity_
+  std::deque<absl::StatusOr<U>> completed_;             // nondeterministic: completion order
+  size_t consumed_ = 0;
+  size_t outstanding_ = 0;  // reserved or taken from the input and not yet returned
+  size_t in_flight_ = 0;    // reserved and not yet stored (being pulled or computed)
+  int running_ = 0;         // workers spawned and not exited
+  bool input_done_ = false;
+  bool stopping_ = false;
+  bool consumer_waiting_ = false;
+  ParkList parked_;
+
+  std::mutex spawn_mu_;  // orders SetParallelism's spawns against shutdown
+  bool spawning_ = false;
+  bool spawn_closed_ = false;
+  AsyncEvent ready_;
+  Tuner* tuner_;
+  std::optional<TunerRegistration> registration_;
+  AsyncScope scope_;
+};
+
+// Calls the user's f through InvokeUserFunction, so errors and exceptions name the op and index.
+template <class T, class F>
+struct UserMapFn {
+  using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
+  absl::StatusOr<U> operator()(T value, int64_t index) const {
+    return InvokeUserFunction("ParallelMap", index, f, std::move(value));
+  }
+  mutable F f;
+};
+
+}  // namespace detail_parallel
+
+template <class T, class F>
+class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
+ public:
+  using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
+  ParallelMapNode(NodePtr<T> input, F f, std::string function_name, int64_t num_parallel_calls,
+                  std::optional<bool> deterministic)
+      : input_(std::move(input)),
+        f_(std::move(f)),
+        function_name_(std::move(function_name)),
+        num_parallel_calls_(num_parallel_calls),
+        deterministic_(deterministic) {}
+  std::string_view op_name() const override { return "ParallelMap"; }
+  std::vector<Param> params() const override {
+    std::vector<Param> params = {{"f", function_name_}, {"num_parallel_calls", num_parallel_calls_}};
+    if (deterministic_) params.push_back({"deterministic", *deterministic_});
+    return params;
+  }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
+    using S = detail_parallel::ParallelMapStream<T, U, detail_parallel::UserMapFn<T, F>>;
+    bool deterministic = deterministic_.value_or(context->options.deterministic);
+    ThreadPool* pool = context->pool;
+    int limit = std::max(1, CpuBudget(*context));
+    int initial = num_parallel_calls_ == kAutotune ? 1 : static_cast<int>(num_parallel_calls_);
+    int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
+    if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
+    Tuner* tuner = num_parallel_calls_ == kAutotune ? TunerFor(*context) : nullptr;
+    return std::make_unique<S>(input_->MakeStream(context), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
+                               max_parallelism, deterministic, tuner);
+  }
+
+ private:
+  NodePtr<T> input_;
+  F f_;
+  std::string function_name_;
+  int64_t num_parallel_calls_;
+  std::optional<bool> deterministic_;
+};
+
+// Dataset::Map(f, num_parallel_calls, deterministic, name): 0 and 1 are the sequential Map.
+template <class T, class F>
+auto MakeParallelMap(NodePtr<T> input, F f, int64_t num_parallel_calls, std::optional<bool> deterministic,
+                     std::string name) -> NodePtr<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
+  using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
+  if (num_parallel_calls < 0 && num_parallel_calls != kAutotune) {
+    return MakeErrorSource<U>("ParallelMap", absl::InvalidArgumentError(absl::StrCat(
+                                                 "Map: num_parallel_calls must be >= 0 or kAutotune (-1), got ",
+                                                 num_parallel_calls)));
+  }
+  if (num_parallel_calls == 0 || num_parallel_calls == 1) {
+    return std::make_shared<MapNode<T, F>>(std::move(input), std::move(f), std::move(name));
+  }
+  return std::make_shared<ParallelMapNode<T, F>>(std::move(input), std::move(f), std::move(name),
+                                                 num_parallel_calls, deterministic);
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_PARALLEL_MAP_H_

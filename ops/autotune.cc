@@ -1,0 +1,127 @@
+#include "sluice/autotune.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "sluice/thread_pool.h"
+
+namespace sluice {
+
+std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& samples) {
+  if (samples.size() != ops_.size()) {
+    ops_.assign(samples.size(), OpState{});
+    trial_ = false;
+  }
+  for (OpState& op : ops_) {
+    if (op.cooldown > 0) --op.cooldown;
+  }
+  std::vector<Change> changes;
+  if (trial_) {
+    // The period just sampled ran with the raise: keep it only if the op's consumer now waits clearly
+    // less (or hardly at all); otherwise the op is not what holds the consumer back, so undo it.
+    trial_ = false;
+    const Sample& s = samples[trial_index_];
+    bool paid = s.wait_fraction < config_.min_wait || s.wait_fraction <= trial_baseline_ * (1 - config_.min_gain);
+    if (!paid) {
+      changes.push_back(Change{trial_index_, std::max(1, s.parallelism - 1)});
+      ops_[trial_index_].cooldown = config_.cooldown_periods;
+    }
+    return changes;
+  }
+  int total = 0;
+  for (const Sample& s : samples) total += s.parallelism;
+  if (total >= config_.cpu_budget) return changes;
+  bool found = false;
+  size_t best = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    if (ops_[i].cooldown > 0 || s.parallelism >= s.max_parallelism || s.wait_fraction < config_.min_wait) continue;
+    if (!found || s.wait_fraction > samples[best].wait_fraction) {
+      best = i;
+      found = true;
+    }
+  }
+  if (!found) return changes;
+  changes.push_back(Change{best, samples[best].parallelism + 1});
+  trial_ = true;
+  trial_index_ = best;
+  trial_baseline_ = samples[best].wait_fraction;
+  return changes;
+}
+
+Tuner::Tuner(Config config) : config_(config), climber_(config.climber) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Tuner::~Tuner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Tuner::Register(Tunable* tunable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.push_back(Entry{tunable, tunable->consumer_wait_ns()});
+}
+
+void Tuner::Unregister(Tunable* tunable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [tunable](const Entry& e) { return e.tunable == tunable; }),
+                 entries_.end());
+}
+
+void Tuner::StepForTest(int64_t elapsed_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  StepLocked(elapsed_ns);
+}
+
+void Tuner::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto last = std::chrono::steady_clock::now();
+  while (!stop_) {
+    wake_.wait_for(lock, config_.period, [this] { return stop_; });
+    if (stop_) break;
+    auto now = std::chrono::steady_clock::now();
+    int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();
+    last = now;
+    if (!entries_.empty()) StepLocked(elapsed);
+  }
+}
+
+void Tuner::StepLocked(int64_t elapsed_ns) {
+  if (elapsed_ns <= 0) return;
+  std::vector<HillClimber::Sample> samples;
+  samples.reserve(entries_.size());
+  for (Entry& e : entries_) {
+    int64_t wait = e.tunable->consumer_wait_ns();
+    double fraction = static_cast<double>(wait - e.last_wait_ns) / static_cast<double>(elapsed_ns);
+    e.last_wait_ns = wait;
+    samples.push_back(HillClimber::Sample{e.tunable->parallelism(), e.tunable->max_parallelism(),
+                                          std::clamp(fraction, 0.0, 1.0)});
+  }
+  for (const HillClimber::Change& change : climber_.Step(samples)) {
+    entries_[change.index].tunable->SetParallelism(change.parallelism);
+  }
+}
+
+int CpuBudget(const IteratorContext& context) {
+  if (context.options.cpu_budget > 0) return context.options.cpu_budget;
+  return context.pool != nullptr ? context.pool->num_threads() : 1;
+}
+
+Tuner* TunerFor(const IteratorContext& context) {
+  if (!context.options.autotune) return nullptr;
+  std::lock_guard<std::mutex> lock(context.tuner_mu);
+  if (context.tuner == nullptr) {
+    Tuner::Config config;
+    config.climber.cpu_budget = CpuBudget(context);
+    context.tuner = std::make_shared<Tuner>(config);
+  }
+  return context.tuner.get();
+}
+
+}  // namespace sluice

@@ -1,0 +1,190 @@
+#include "sluice/autotune.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+using Sample = HillClimber::Sample;
+using Change = HillClimber::Change;
+
+HillClimber::Config Budget(int cpu) {
+  HillClimber::Config config;
+  config.cpu_budget = cpu;
+  config.cooldown_periods = 3;
+  return config;
+}
+
+TEST(HillClimberTest, RaisesTheOpWhoseConsumerWaitsMost) {
+  HillClimber climber(Budget(8));
+  std::vector<Change> changes = climber.Step({{1, 4, 0.2}, {1, 4, 0.7}, {1, 4, 0.5}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].index, 1u);
+  EXPECT_EQ(changes[0].parallelism, 2);
+}
+
+TEST(HillClimberTest, KeepsARaiseThatPaidAndMovesOn) {
+  HillClimber climber(Budget(8));
+  ASSERT_EQ(climber.Step({{1, 4, 0.8}, {1, 4, 0.3}}).size(), 1u);
+  // The trial period: op 0's wait fell from 0.8 to 0.4 (paid): nothing undone.
+  EXPECT_TRUE(climber.Step({{2, 4, 0.4}, {1, 4, 0.3}}).empty());
+  // Next period: op 0 still waits most, raise again.
+  std::vector<Change> changes = climber.Step({{2, 4, 0.4}, {1, 4, 0.3}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].index, 0u);
+  EXPECT_EQ(changes[0].parallelism, 3);
+}
+
+TEST(HillClimberTest, UndoesARaiseThatDidNotPayAndCoolsDown) {
+  HillClimber climber(Budget(8));
+  ASSERT_EQ(climber.Step({{1, 4, 0.5}, {1, 4, 0.3}}).size(), 1u);
+  // Only 4% better: undo.
+  std::vector<Change> undo = climber.Step({{2, 4, 0.48}, {1, 4, 0.3}});
+  ASSERT_EQ(undo.size(), 1u);
+  EXPECT_EQ(undo[0].index, 0u);
+  EXPECT_EQ(undo[0].parallelism, 1);
+  // While op 0 cools down, the next-worst op gets the trial.
+  std::vector<Change> next = climber.Step({{1, 4, 0.5}, {1, 4, 0.3}});
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].index, 1u);
+  EXPECT_TRUE(climber.Step({{1, 4, 0.5}, {2, 4, 0.1}}).empty());  // paid
+  // Cooldown over (3 periods since the undo): op 0 is tried again.
+  std::vector<Change> retry = climber.Step({{1, 4, 0.5}, {2, 4, 0.1}});
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].index, 0u);
+}
+
+TEST(HillClimberTest, RespectsBudgetMaximumAndMinimumWait) {
+  HillClimber at_budget(Budget(3));
+  EXPECT_TRUE(at_budget.Step({{2, 4, 0.9}, {1, 4, 0.9}}).empty());
+
+  HillClimber at_max(Budget(8));
+  std::vector<Change> changes = at_max.Step({{4, 4, 0.9}, {1, 4, 0.3}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].index, 1u);  // op 0 is at its maximum
+
+  HillClimber idle(Budget(8));
+  EXPECT_TRUE(idle.Step({{1, 4, 0.01}, {1, 4, 0.0}}).empty());  // gains vanished: nobody waits
+
+  // A raise that brings the wait under min_wait counts as paid even if the relative gain is small.
+  HillClimber small(Budget(8));
+  ASSERT_EQ(small.Step({{1, 4, 0.021}}).size(), 1u);
+  EXPECT_TRUE(small.Step({{2, 4, 0.019}}).empty());
+}
+
+TEST(HillClimberTest, ClimbsToTheBudgetOnASteadyBottleneck) {
+  // One op whose consumer's wait halves with every worker: it climbs until the budget, then stops.
+  HillClimber climber(Budget(4));
+  int parallelism = 1;
+  for (int period = 0; period < 40; ++period) {
+    double wait = 0.9 / parallelism;
+    for (const Change& c : climber.Step({{parallelism, 16, wait}})) parallelism = c.parallelism;
+  }
+  EXPECT_EQ(parallelism, 4);
+}
+
+TEST(HillClimberTest, StopsWhereGainsVanish) {
+  // The wait stops falling after 2 workers (the input is the bottleneck): it settles on 2.
+  HillClimber climber(Budget(8));
+  int parallelism = 1;
+  for (int period = 0; period < 40; ++period) {
+    double wait = parallelism >= 2 ? 0.3 : 0.6;
+    for (const Change& c : climber.Step({{parallelism, 8, wait}})) parallelism = c.parallelism;
+    EXPECT_LE(parallelism, 3);
+  }
+  EXPECT_EQ(parallelism, 2);
+}
+
+class FakeTunable : public Tunable {
+ public:
+  int parallelism() const override { return parallelism_; }
+  int max_parallelism() const override { return 4; }
+  void SetParallelism(int n) override { parallelism_ = std::clamp(n, 1, 4); }
+  BufferStats buffer_stats() const override { return {}; }
+
+ private:
+  int parallelism_ = 1;
+};
+
+TEST(TunerTest, DrivesRegisteredTunablesFromTheirWaitCounters) {
+  Tuner::Config config;
+  config.climber.cpu_budget = 4;
+  config.period = std::chrono::hours(1);  // the thread never fires during the test: steps are manual
+  Tuner tuner(config);
+  FakeTunable a;
+  FakeTunable b;
+  tuner.Register(&a);
+  tuner.Register(&b);
+  const int64_t period = 1000000;
+  b.AddConsumerWait(period / 2);  // b's consumer waited half the period
+  tuner.StepForTest(period);
+  EXPECT_EQ(a.parallelism(), 1);
+  EXPECT_EQ(b.parallelism(), 2);
+  b.AddConsumerWait(period / 10);  // the raise paid
+  tuner.StepForTest(period);
+  EXPECT_EQ(b.parallelism(), 2);
+  tuner.Unregister(&b);
+  a.AddConsumerWait(period);
+  tuner.StepForTest(period);
+  EXPECT_EQ(a.parallelism(), 2);
+  EXPECT_EQ(b.parallelism(), 2);  // no longer driven
+  tuner.Unregister(&a);
+}
+
+TEST(TunerTest, IteratorContextMakesOneTunerUnlessDisabled) {
+  IteratorContext context;
+  context.options.cpu_budget = 3;
+  EXPECT_EQ(CpuBudget(context), 3);
+  Tuner* first = TunerFor(context);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(TunerFor(context), first);
+  IteratorContext off;
+  off.options.autotune = false;
+  EXPECT_EQ(TunerFor(off), nullptr);
+}
+
+// End to end: a tuned parallel map and interleave keep their results while the tuner changes their
+// worker counts underneath (the tuner runs every 10 ms; the pipelines run long enough to see steps).
+int64_t Spin(int64_t x) {
+  volatile uint64_t acc = static_cast<uint64_t>(x);
+  for (int i = 0; i < 3000; ++i) acc = acc * 6364136223846793005ull + 1;
+  return x;
+}
+
+TEST(TunerTest, TunedPipelinesKeepTheirOrder) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const int64_t n = 2000;
+#else
+  const int64_t n = 20000;
+#endif
+  Options options;
+  options.thread_pool_size = 2;
+  Iterator<int64_t> it = Range(n)
+                             .Interleave([](int64_t x) { return Range(x * 10, x * 10 + 10); }, 4, 2, kAutotune)
+                             .Map(Spin, kAutotune)
+                             .MakeIterator(options);
+  std::vector<int64_t> got;
+  for (absl::StatusOr<int64_t> x : it) {
+    ASSERT_TRUE(x.ok());
+    got.push_back(*x);
+    if (static_cast<int64_t>(got.size()) > n * 10) break;
+  }
+  std::vector<int64_t> want = [&] {
+    std::vector<int64_t> w;
+    Iterator<int64_t> seq =
+        Range(n).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 10); }, 4, 2).MakeIterator();
+    for (absl::StatusOr<int64_t> x : seq) w.push_back(*x);
+    return w;
+  }();
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace sluice
