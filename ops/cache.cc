@@ -97,6 +97,12 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename
   std::string pid = absl::StrCat(::getpid(), "\n");
   (void)WriteAll(lock_fd, pid.data(), pid.size(), lock);  // informative only
   ::close(lock_fd);
+  // A writer that finished between the caller's check and our lock published a cache: truncating its
+  // data file now would destroy it.
+  if (IsComplete(filename)) {
+    ::unlink(lock.c_str());
+    return std::unique_ptr<Writer>();
+  }
   int fd = ::open(filename.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) {
     absl::Status status = ErrnoError(errno, "create cache file", filename);

@@ -63,7 +63,8 @@ bool IsComplete(const std::string& filename);
 // unfinished writer removes the partial data file and the lock.
 class Writer {
  public:
-  // AlreadyExists when another writer holds the lock; errno errors naming the path otherwise.
+  // AlreadyExists when another writer holds the lock; errno errors naming the path otherwise; nullptr when
+  // the cache was completed by another writer before the lock was taken (read it instead).
   static absl::StatusOr<std::unique_ptr<Writer>> Open(const std::string& filename);
   ~Writer();
   Writer(const Writer&) = delete;
@@ -237,14 +238,13 @@ class CacheNode final : public Node<T> {
           mode_ = Mode::kFailed;
           return;
         }
-        // Another pass may have completed the cache between the check and the lock.
-        if (!cache_file::IsComplete(filename_)) {
+        if (*writer != nullptr) {
           writer_ = std::move(*writer);
           input_ = input_node_->MakeStream(context_);
           mode_ = Mode::kWrite;
           return;
         }
-        (*writer)->Abandon();
+        // Another pass completed the cache between the check and the lock: read it.
       }
       absl::StatusOr<std::unique_ptr<cache_file::Reader>> reader = cache_file::Reader::Open(filename_);
       if (!reader.ok()) {
