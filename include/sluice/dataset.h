@@ -172,8 +172,12 @@ class Dataset {
     return Dataset<U>(std::make_shared<ops::UnbatchNode<U>>(node_));
   }
 
-  // "" caches in memory; a path caches in files that persist across runs. See sluice/ops/cache.h.
-  Dataset<T> Cache(std::string filename = "") const {
+  // Cache() caches in memory; Cache(path) in files that persist across runs ("" = memory, but needs an
+  // ElementCodec like any path). See sluice/ops/cache.h.
+  Dataset<T> Cache() const { return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, "")); }
+  Dataset<T> Cache(std::string filename) const {
+    static_assert(HasElementCodec<T>, "Cache(filename): the element type has no sluice::ElementCodec "
+                                      "(sluice/element_codec.h); specialise it, or cache in memory with Cache()");
     return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, std::move(filename)));
   }
 

@@ -136,6 +136,22 @@ TEST(MemoryCacheTest, ConcurrentFirstPassesAndMidStreamDestruction) {
   }
 }
 
+struct Opaque {  // no ElementCodec: memory caching still works
+  int64_t v;
+};
+static_assert(!HasElementCodec<Opaque>);
+
+TEST(MemoryCacheTest, TypesWithoutCodec) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(4, calls).Map([](int64_t x) { return Opaque{x * 2}; }).Cache();
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Opaque> got = Values(ds);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got[3].v, 6);
+  }
+  EXPECT_EQ(calls->load(), 4);
+}
+
 TEST(FileCacheTest, FirstPassWritesLaterPassesAndRunsReadTheFile) {
   std::string path = CachePath("cache_basic");
   auto calls = std::make_shared<std::atomic<int64_t>>(0);

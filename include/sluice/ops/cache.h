@@ -23,7 +23,8 @@
 //     (the stream ends after it); opening or writing errors name the path and the errno text. A write
 //     error mid-pass is yielded once after the element being written, the partial cache is dropped and
 //     the pass goes on uncached.
-//   * T must have an ElementCodec (sluice/element_codec.h); otherwise the file cache does not compile.
+//   * T must have an ElementCodec (sluice/element_codec.h): Dataset::Cache(filename) does not compile
+//     otherwise (a static_assert says so), while Dataset::Cache() caches any copyable T in memory.
 //   * File I/O is blocking (buffered reads and writes of 1 MiB) in the consumer's Poll: put a Prefetch
 //     after the cache to overlap it.
 // - Error elements of the input pass through and are not cached (tf.data's cache stores only the
@@ -51,6 +52,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/element_codec.h"
 #include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
 
 namespace sluice::ops {
 
@@ -154,10 +156,10 @@ class CacheNode final : public Node<T> {
     if constexpr (HasElementCodec<T>) {
       return std::make_unique<FileStream>(input_, std::move(context), filename_);
     } else {
-      static_assert(HasElementCodec<T>,
-                    "Cache(filename): the element type has no ElementCodec; specialise sluice::ElementCodec<T> "
-                    "(sluice/element_codec.h) or cache in memory with Cache()");
-      return nullptr;
+      // Dataset::Cache(filename) rejects such T at compile time; a node built by hand gets an error.
+      return MakeErrorSource<T>("Cache", absl::InvalidArgumentError(absl::StrCat(
+                                             "Cache: elements have no ElementCodec, cannot cache to '", filename_,
+                                             "'")))->MakeStream(std::move(context));
     }
   }
 
