@@ -185,7 +185,8 @@ class Dataset {
   template <class State, class F>
   auto Scan(State initial_state, F f, std::string name = "<function>") const {
     using Node = ops::ScanNode<T, State, F>;
-    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(initial_state), std::move(f), std::move(name)));
+    return Dataset<typename Node::U>(
+        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), std::move(name)));
   }
 
   // Drops error elements, counting them in `counter` when given. See sluice/ops/ignore_errors.h.
@@ -254,9 +255,10 @@ inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, i
                                                Compression compression = Compression::kNone) {
   if (record_bytes <= 0 || header_bytes < 0 || footer_bytes < 0) {
     return Dataset<std::string>(ops::MakeErrorSource<std::string>(
-        "FixedLengthRecords", absl::InvalidArgumentError(absl::StrCat(
-                                  "FixedLengthRecords: record_bytes (", record_bytes, ") must be > 0 and header_bytes (",
-                                  header_bytes, ") and footer_bytes (", footer_bytes, ") >= 0"))));
+        "FixedLengthRecords",
+        absl::InvalidArgumentError(absl::StrCat("FixedLengthRecords: record_bytes (", record_bytes,
+                                                ") must be > 0 and header_bytes (", header_bytes,
+                                                ") and footer_bytes (", footer_bytes, ") >= 0"))));
   }
   ops::FixedLengthLayout layout{static_cast<uint64_t>(record_bytes), static_cast<uint64_t>(header_bytes),
                                 static_cast<uint64_t>(footer_bytes)};

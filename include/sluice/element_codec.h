@@ -356,7 +356,9 @@ struct ElementCodec<Tensor> {
       if (bytes > in->size()) return codec_detail::Truncated("a tensor's elements");
       if (dtype == DType::kBool) {
         for (size_t i = 0; i < bytes; ++i) {
-          if ((*in)[i] != 0 && (*in)[i] != 1) return absl::DataLossError("ElementCodec: a bool tensor byte is not 0 or 1");
+          if ((*in)[i] != 0 && (*in)[i] != 1) {
+            return absl::DataLossError("ElementCodec: a bool tensor byte is not 0 or 1");
+          }
         }
       }
       std::memcpy(t.raw_data(), in->data(), bytes);

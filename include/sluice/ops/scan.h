@@ -41,10 +41,12 @@ struct PairTraits<std::pair<S, U>> {
 }  // namespace detail_scan
 
 template <class T, class State, class F>
-class ScanNode final
-    : public Node<typename detail_scan::PairTraits<UnwrapStatusOrT<std::invoke_result_t<F&, const State&, T&&>>>::Output> {
+using ScanResultT = UnwrapStatusOrT<std::invoke_result_t<F&, const State&, T&&>>;
+
+template <class T, class State, class F>
+class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<T, State, F>>::Output> {
  public:
-  using Result = UnwrapStatusOrT<std::invoke_result_t<F&, const State&, T&&>>;
+  using Result = ScanResultT<T, State, F>;
   using U = typename detail_scan::PairTraits<Result>::Output;
   static_assert(std::is_convertible_v<typename detail_scan::PairTraits<Result>::State, State>,
                 "Scan: the new state f returns must convert to the initial state's type");
