@@ -30,6 +30,8 @@
 // - Error elements of the input pass through and are not cached (tf.data's cache stores only the
 //   elements its input produced successfully), so a replay yields only the good elements.
 // - Cardinality: the input's.
+// - Threading: several iterators may run at once (publication of the memory cache is under a mutex, the
+//   file cache is guarded by its lockfile); each stream has one consumer at a time, as every Stream.
 //
 //   auto ds = TFRecord(files).Map(Parse).Cache();           // epoch 2+ come from memory
 //   auto on_disk = Range(1000).Cache("/tmp/range.cache");   // later runs read the file
