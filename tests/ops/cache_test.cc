@@ -1,6 +1,9 @@
 #include "sluice/ops/cache.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <cstdint>
@@ -281,6 +284,39 @@ TEST(FileCacheTest, DamagedFilesAreDataLossNamingFileAndOffset) {
   ASSERT_EQ(wrong_type.size(), 1u);
   EXPECT_EQ(wrong_type[0].status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(wrong_type[0].status().message().find("element 0"), std::string::npos) << wrong_type[0].status();
+}
+
+TEST(FileCacheTest, WriteErrorIsYieldedOnceAndThePassGoesOnUncached) {
+  std::string path = CachePath("cache_write_error");
+  // A file size limit makes write(2) fail with EFBIG (SIGXFSZ ignored) once the first 1 MiB flush runs.
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 64 << 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  auto ds = Range(200000).Cache(path);  // 20 bytes per record: 4 MB
+  auto got = Collect(ds);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_EQ(got.size(), 200001u);
+  int64_t next = 0;
+  int errors = 0;
+  for (auto& x : got) {
+    if (!x.ok()) {
+      ++errors;
+      EXPECT_NE(x.status().message().find(path), std::string::npos) << x.status();
+      continue;
+    }
+    EXPECT_EQ(*x, next++);
+  }
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ(next, 200000);
+  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(path + ".index"));
+  EXPECT_FALSE(Exists(path + ".lockfile"));
+  EXPECT_EQ(Values(ds).size(), 200000u);  // without the limit the next pass writes the cache
+  EXPECT_TRUE(Exists(path + ".index"));
 }
 
 TEST(FileCacheTest, UnwritablePathIsAnErrorNamingIt) {
