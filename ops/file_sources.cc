@@ -37,13 +37,21 @@ absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::strin
 }
 
 AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
-                                                                 RecordFormat format, Compression compression) {
+                                                                 RecordFormat format, Compression compression,
+                                                                 FixedLengthLayout layout) {
   for (std::string& file : files) {
     AsyncGenerator<absl::StatusOr<Record>> records;
     if (format == RecordFormat::kTFRecord) {
       TFRecordReaderOptions options;
       options.compression = compression;
       records = ReadTFRecords(DefaultReactor(), file, options);
+    } else if (format == RecordFormat::kFixedLength) {
+      FixedLengthRecordOptions options;
+      options.record_bytes = layout.record_bytes;
+      options.header_bytes = layout.header_bytes;
+      options.footer_bytes = layout.footer_bytes;
+      options.compression = compression;
+      records = ReadFixedLengthRecords(DefaultReactor(), file, options);
     } else {
       TextLineOptions options;
       options.compression = compression;
@@ -61,12 +69,18 @@ AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std
 
 std::vector<Param> RecordFileNode::params() const {
   std::string names = absl::StrJoin(files_, ",");
-  return {{"files", names}, {"compression", std::string(CompressionName(compression_))}};
+  std::vector<Param> params = {{"files", names}, {"compression", std::string(CompressionName(compression_))}};
+  if (format_ == RecordFormat::kFixedLength) {
+    params.push_back({"record_bytes", static_cast<int64_t>(layout_.record_bytes)});
+    params.push_back({"header_bytes", static_cast<int64_t>(layout_.header_bytes)});
+    params.push_back({"footer_bytes", static_cast<int64_t>(layout_.footer_bytes)});
+  }
+  return params;
 }
 
 std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextPtr context) const {
   return std::make_unique<GeneratorStream<std::string>>(
-      ReadRecordsAsStrings(FilesForContext(this, files_, *context), format_, compression_));
+      ReadRecordsAsStrings(FilesForContext(this, files_, *context), format_, compression_, layout_));
 }
 
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
@@ -110,6 +124,7 @@ std::unique_ptr<Stream<std::string>> ListFilesNode::MakeStream(IteratorContextPt
     names = slot;
   }
   return names->MakeStream(std::move(context));
+
 }
 
 }  // namespace sluice::ops

@@ -30,11 +30,14 @@
 #include "sluice/op_node.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/bucket_by_sequence_length.h"
+#include "sluice/ops/cache.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/file_sources.h"
 #include "sluice/ops/filter.h"
+#include "sluice/ops/from_generator.h"
 #include "sluice/ops/from_vector.h"
+#include "sluice/ops/ignore_errors.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
 #include "sluice/ops/padded_batch.h"
@@ -45,6 +48,8 @@
 #include "sluice/ops/range.h"
 #include "sluice/ops/rebatch.h"
 #include "sluice/ops/repeat.h"
+#include "sluice/ops/sample_from_datasets.h"
+#include "sluice/ops/scan.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"
 #include "sluice/ops/take_while.h"
@@ -231,6 +236,28 @@ class Dataset {
     return Dataset<ParsedExample>(ops::MakeParseExample<T>(node_, std::move(spec)));
   }
 
+  // Cache() caches in memory; Cache(path) in files that persist across runs ("" = memory, but needs an
+  // ElementCodec like any path). See sluice/ops/cache.h.
+  Dataset<T> Cache() const { return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, "")); }
+  Dataset<T> Cache(std::string filename) const {
+    static_assert(HasElementCodec<T>, "Cache(filename): the element type has no sluice::ElementCodec "
+                                      "(sluice/element_codec.h); specialise it, or cache in memory with Cache()");
+    return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, std::move(filename)));
+  }
+
+  // f(const State&, T) -> std::pair<State, U> (or absl::StatusOr of it). See sluice/ops/scan.h.
+  template <class State, class F>
+  auto Scan(State initial_state, F f, std::string name = "<function>") const {
+    using Node = ops::ScanNode<T, State, F>;
+    return Dataset<typename Node::U>(
+        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), std::move(name)));
+  }
+
+  // Drops error elements, counting them in `counter` when given. See sluice/ops/ignore_errors.h.
+  Dataset<T> IgnoreErrors(bool log_warning = false, std::shared_ptr<ErrorCounter> counter = nullptr) const {
+    return Dataset<T>(std::make_shared<ops::IgnoreErrorsNode<T>>(node_, log_warning, std::move(counter)));
+  }
+
  private:
   NodePtr<T> node_;
 };
@@ -272,6 +299,50 @@ template <class T>
 Dataset<T> FromVector(std::vector<T> values) {
   return Dataset<T>(std::make_shared<ops::FromVectorNode<T>>(
       std::make_shared<const std::vector<T>>(std::move(values))));
+}
+
+// factory() -> a callable returning std::optional<T> (or absl::StatusOr of it), or an AsyncGenerator;
+// called anew for every iteration. See sluice/ops/from_generator.h.
+template <class Factory>
+auto FromGenerator(Factory factory, std::string name = "<function>") {
+  using Node = ops::FromGeneratorNode<Factory>;
+  return Dataset<typename Node::T>(std::make_shared<Node>(std::move(factory), std::move(name)));
+}
+
+// Records of record_bytes from each file, after header_bytes and before footer_bytes
+// (tf.data.FixedLengthRecordDataset). See sluice/ops/file_sources.h.
+inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, int64_t record_bytes,
+                                               int64_t header_bytes = 0, int64_t footer_bytes = 0,
+                                               Compression compression = Compression::kNone) {
+  if (record_bytes <= 0 || header_bytes < 0 || footer_bytes < 0) {
+    return Dataset<std::string>(ops::MakeErrorSource<std::string>(
+        "FixedLengthRecords",
+        absl::InvalidArgumentError(absl::StrCat("FixedLengthRecords: record_bytes (", record_bytes,
+                                                ") must be > 0 and header_bytes (", header_bytes,
+                                                ") and footer_bytes (", footer_bytes, ") >= 0"))));
+  }
+  ops::FixedLengthLayout layout{static_cast<uint64_t>(record_bytes), static_cast<uint64_t>(header_bytes),
+                                static_cast<uint64_t>(footer_bytes)};
+  return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kFixedLength,
+                                                                    compression, layout));
+}
+
+// Elements drawn at random from `datasets` by `weights` (empty = uniform). See sluice/ops/sample_from_datasets.h.
+template <class T>
+Dataset<T> SampleFromDatasets(const std::vector<Dataset<T>>& datasets, std::vector<double> weights = {},
+                              std::optional<uint64_t> seed = std::nullopt, bool stop_on_empty_dataset = false) {
+  std::vector<NodePtr<T>> nodes;
+  for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
+  return Dataset<T>(ops::MakeSampleFromDatasets<T>(std::move(nodes), std::move(weights), seed, stop_on_empty_dataset));
+}
+
+// The next element of datasets[k] for each k of `choices`. See sluice/ops/sample_from_datasets.h.
+template <class T>
+Dataset<T> ChooseFromDatasets(const std::vector<Dataset<T>>& datasets, const Dataset<int64_t>& choices,
+                              bool stop_on_empty_dataset = true) {
+  std::vector<NodePtr<T>> nodes;
+  for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
+  return Dataset<T>(ops::MakeChooseFromDatasets<T>(std::move(nodes), choices.node(), stop_on_empty_dataset));
 }
 
 }  // namespace sluice

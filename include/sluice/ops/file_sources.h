@@ -7,8 +7,14 @@
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
 //   offset (see sluice/record_readers.h). TextLines(files, compression): the lines of each file.
 //   Cardinality: unknown.
-// Both are FileListSource nodes: auto-shard by FILE (sluice/auto_shard.h) finds them in the graph and tells
-// them through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
+// FixedLengthRecords(files, record_bytes, header_bytes, footer_bytes, compression), as
+//   tf.data.FixedLengthRecordDataset: per file, skip header_bytes, then records of record_bytes each until
+//   footer_bytes remain (skipped); with compression these apply to the decompressed stream. Through io/'s
+//   ReadFixedLengthRecords: a body that is not a multiple of record_bytes yields the whole records, then
+//   DataLoss naming the file and the offset of the leftover bytes; a file shorter than header + footer is
+//   DataLoss. record_bytes <= 0 or a negative header/footer make the dataset one InvalidArgument element.
+// Every source here is a FileListSource node: auto-shard by FILE (sluice/auto_shard.h) finds it in the graph and tells
+// it through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
 // so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
 #ifndef SLUICE_OPS_FILE_SOURCES_H_
 #define SLUICE_OPS_FILE_SOURCES_H_
@@ -33,11 +39,19 @@ namespace sluice::ops {
 // The sorted, de-duplicated matches of every pattern (glob(3)); InvalidArgument when none match.
 absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
 
-enum class RecordFormat { kTFRecord, kTextLines };
+enum class RecordFormat { kTFRecord, kTextLines, kFixedLength };
+
+// FixedLengthRecords' layout (unused by the other formats).
+struct FixedLengthLayout {
+  uint64_t record_bytes = 0;
+  uint64_t header_bytes = 0;
+  uint64_t footer_bytes = 0;
+};
 
 // Each file's records (or lines) as strings, file after file. ops/file_sources.cc.
 AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
-                                                                 RecordFormat format, Compression compression);
+                                                                 RecordFormat format, Compression compression,
+                                                                 FixedLengthLayout layout = {});
 
 // A node that reads (or lists) a fixed list of files known when the dataset is defined.
 class FileListSource {
@@ -52,9 +66,13 @@ std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<s
 
 class RecordFileNode final : public Node<std::string>, public FileListSource {
  public:
-  RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression)
-      : files_(std::move(files)), format_(format), compression_(compression) {}
-  std::string_view op_name() const override { return format_ == RecordFormat::kTFRecord ? "TFRecord" : "TextLines"; }
+  RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
+                 FixedLengthLayout layout = {})
+      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout) {}
+  std::string_view op_name() const override {
+    constexpr std::string_view kNames[] = {"TFRecord", "TextLines", "FixedLengthRecords"};
+    return kNames[static_cast<int>(format_)];
+  }
   std::vector<Param> params() const override;
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
@@ -65,6 +83,7 @@ class RecordFileNode final : public Node<std::string>, public FileListSource {
   std::vector<std::string> files_;
   RecordFormat format_;
   Compression compression_;
+  FixedLengthLayout layout_;
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).

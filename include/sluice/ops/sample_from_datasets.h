@@ -1,0 +1,304 @@
+// SampleFromDatasets and ChooseFromDatasets: elements drawn from several datasets by a selector, as
+// tf.data.Dataset.sample_from_datasets / choose_from_datasets (both are tf.data's DirectedInterleave).
+//
+// ChooseFromDatasets(datasets, choices, stop_on_empty_dataset = true):
+// - For each element k of `choices` (a Dataset<int64_t>), in order, yields the next element of
+//   datasets[k]. The result ends when `choices` ends.
+// - When datasets[k] is exhausted at the moment it is chosen: with stop_on_empty_dataset the whole
+//   result ends there (tf.data's default for choose); without it that choice is skipped (the next choice
+//   is read) and the result also ends once every input is exhausted.
+// - Errors are elements and the stream goes on: an error element of `choices` or of the chosen input is
+//   yielded as is; a choice outside [0, datasets.size()) yields InvalidArgument "Selector index out of
+//   range: k >= n" (tf.data's message) and consumes nothing else.
+// SampleFromDatasets(datasets, weights, seed, stop_on_empty_dataset = false):
+// - Each element comes from datasets[i] with probability weights[i] / sum(weights) (weights need not be
+//   normalised; empty weights = uniform). Inputs with weight 0 are dropped when the dataset is defined,
+//   as tf.data does; if none is left the result is empty, and if one is left the result is that input.
+// - stop_on_empty_dataset true: the result ends the first time the chosen input is exhausted. False
+//   (tf.data's default for sample): an exhausted input is never chosen again (the remaining weights
+//   keep their ratios, the same distribution as tf.data's re-drawing) and the result ends when every
+//   input is exhausted.
+// - seed: the same seed gives the same sequence of choices, and every iterator of one definition (every
+//   epoch of a Repeat) repeats it (tf.data's rerandomize_each_iteration=False). Unseeded, a random seed
+//   is drawn when the dataset is defined. The generator is sluice's (splitmix64), so sequences are not
+//   TensorFlow's.
+// - Argument errors make the dataset one InvalidArgument element: no datasets, weights.size() !=
+//   datasets.size() (when weights are given), or a weight that is negative, NaN or infinite (tf.data
+//   would silently drop a negative weight; sluice reports it).
+// Cardinality, as tf.data's DirectedInterleave: infinite if any data input is infinite, else unknown.
+// Synchronous: runs inline in the consumer's Poll, waiting only when the selected input (or the
+// choices) must; destroying the stream destroys every input stream (async ones join their work).
+//
+//   auto mixed = SampleFromDatasets<int64_t>({Range(0, 100), Range(1000, 1100)}, {0.9, 0.1}, 42);
+//   auto picked = ChooseFromDatasets<int64_t>({Range(0, 3), Range(10, 13)}, FromVector<int64_t>({0, 1, 1, 0}));
+#ifndef SLUICE_OPS_SAMPLE_FROM_DATASETS_H_
+#define SLUICE_OPS_SAMPLE_FROM_DATASETS_H_
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/shuffle.h"
+#include "sluice/ops/take_skip.h"
+
+namespace sluice::ops {
+
+namespace detail_directed {
+
+template <class T>
+int64_t DirectedCardinality(const std::vector<NodePtr<T>>& inputs) {
+  for (const NodePtr<T>& input : inputs) {
+    if (input->cardinality() == kInfiniteCardinality) return kInfiniteCardinality;
+  }
+  return kUnknownCardinality;
+}
+
+// Where the next choice comes from: a dataset of indices.
+class DatasetSelector {
+ public:
+  explicit DatasetSelector(std::unique_ptr<Stream<int64_t>> choices) : choices_(std::move(choices)) {}
+  PollState Next(const std::vector<bool>&, absl::StatusOr<int64_t>* choice) { return choices_->Poll(choice); }
+  Task<void> WaitReady() { return choices_->WaitReady(); }
+  void Reset() { choices_.reset(); }
+
+ private:
+  std::unique_ptr<Stream<int64_t>> choices_;
+};
+
+// Where the next choice comes from: a seeded weighted draw among the inputs still active.
+class RandomSelector {
+ public:
+  RandomSelector(std::vector<double> weights, uint64_t seed) : weights_(std::move(weights)), rng_(seed) {}
+  PollState Next(const std::vector<bool>& active, absl::StatusOr<int64_t>* choice) {
+    double total = 0;
+    for (size_t i = 0; i < weights_.size(); ++i) total += active[i] ? weights_[i] : 0.0;
+    if (total <= 0) return PollState::kEnd;
+    // 53 random bits: uniform in [0, 1).
+    double u = static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53 * total;
+    size_t last = 0;
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      if (!active[i] || weights_[i] <= 0) continue;
+      last = i;
+      if (u < weights_[i]) break;
+      u -= weights_[i];
+    }
+    *choice = static_cast<int64_t>(last);  // rounding can leave u past the end: the last active input
+    return PollState::kReady;
+  }
+  Task<void> WaitReady() { return Ready(); }
+  void Reset() {}
+
+ private:
+  static Task<void> Ready() { co_return; }
+  std::vector<double> weights_;
+  SplitMix64 rng_;
+};
+
+// After this many consecutive choices of exhausted inputs, Poll reports kPending (with a WaitReady that
+// completes at once) so a consumer stuck on an endless stream of such choices can still be cancelled.
+inline constexpr int kMaxSkipsPerPoll = 4096;
+
+template <class T, class Selector>
+class DirectedStream final : public Stream<T> {
+ public:
+  DirectedStream(std::string op, Selector selector, std::vector<std::unique_ptr<Stream<T>>> inputs,
+                 bool stop_on_empty)
+      : op_(std::move(op)),
+        selector_(std::move(selector)),
+        inputs_(std::move(inputs)),
+        active_(inputs_.size(), true),
+        num_active_(static_cast<int64_t>(inputs_.size())),
+        stop_on_empty_(stop_on_empty) {}
+
+  PollState Poll(absl::StatusOr<T>* out) override {
+    if (ended_) return PollState::kEnd;
+    for (int skips = 0; skips < kMaxSkipsPerPoll; ++skips) {
+      if (!have_choice_) {
+        PollState state = selector_.Next(active_, &choice_);
+        if (state == PollState::kPending) {
+          waiting_on_ = nullptr;
+          return state;
+        }
+        if (state == PollState::kEnd) return End();
+        if (!choice_.ok()) {
+          *out = std::move(choice_).status();
+          return PollState::kReady;
+        }
+        if (*choice_ < 0 || *choice_ >= static_cast<int64_t>(inputs_.size())) {
+          *out = absl::InvalidArgumentError(
+              absl::StrCat(op_, ": Selector index out of range: ", *choice_, " >= ", inputs_.size()));
+          return PollState::kReady;
+        }
+        have_choice_ = true;
+      }
+      size_t k = static_cast<size_t>(*choice_);
+      if (inputs_[k]) {
+        PollState state = inputs_[k]->Poll(out);
+        if (state == PollState::kPending) {
+          waiting_on_ = inputs_[k].get();
+          return state;
+        }
+        if (state == PollState::kReady) {
+          have_choice_ = false;
+          return state;
+        }
+        if (stop_on_empty_) return End();
+        inputs_[k].reset();
+        active_[k] = false;
+        if (--num_active_ == 0) return End();
+      }
+      have_choice_ = false;  // an exhausted input was chosen: draw again
+    }
+    waiting_on_ = nullptr;
+    skipped_out_ = true;
+    return PollState::kPending;
+  }
+
+  Task<void> WaitReady() override {
+    if (skipped_out_) {
+      skipped_out_ = false;
+      return Stream<T>::WaitReady();
+    }
+    if (waiting_on_ != nullptr) return waiting_on_->WaitReady();
+    return selector_.WaitReady();
+  }
+
+ private:
+  PollState End() {
+    ended_ = true;
+    selector_.Reset();
+    inputs_.clear();  // free the inputs (files, buffers, async producers) as soon as they cannot be needed
+    return PollState::kEnd;
+  }
+
+  std::string op_;
+  Selector selector_;
+  std::vector<std::unique_ptr<Stream<T>>> inputs_;
+  std::vector<bool> active_;
+  int64_t num_active_;
+  bool stop_on_empty_;
+  absl::StatusOr<int64_t> choice_;
+  bool have_choice_ = false;
+  bool ended_ = false;
+  bool skipped_out_ = false;
+  Stream<T>* waiting_on_ = nullptr;
+};
+
+}  // namespace detail_directed
+
+template <class T>
+class ChooseFromDatasetsNode final : public Node<T> {
+ public:
+  ChooseFromDatasetsNode(std::vector<NodePtr<T>> inputs, NodePtr<int64_t> choices, bool stop_on_empty)
+      : inputs_(std::move(inputs)), choices_(std::move(choices)), stop_on_empty_(stop_on_empty) {}
+  std::string_view op_name() const override { return "ChooseFromDatasets"; }
+  std::vector<Param> params() const override { return {{"stop_on_empty_dataset", stop_on_empty_}}; }
+  // The selector first, then the data inputs, as tf.data's DirectedInterleave lists them.
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override {
+    std::vector<std::shared_ptr<const OpNode>> all{choices_};
+    all.insert(all.end(), inputs_.begin(), inputs_.end());
+    return all;
+  }
+  int64_t cardinality() const override { return detail_directed::DirectedCardinality(inputs_); }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    std::vector<std::unique_ptr<Stream<T>>> streams;
+    for (const NodePtr<T>& input : inputs_) streams.push_back(input->MakeStream(context));
+    using Selector = detail_directed::DatasetSelector;
+    return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
+        "ChooseFromDatasets", Selector(choices_->MakeStream(context)), std::move(streams), stop_on_empty_);
+  }
+
+ private:
+  std::vector<NodePtr<T>> inputs_;
+  NodePtr<int64_t> choices_;
+  bool stop_on_empty_;
+};
+
+template <class T>
+class SampleFromDatasetsNode final : public Node<T> {
+ public:
+  SampleFromDatasetsNode(std::vector<NodePtr<T>> inputs, std::vector<double> weights, uint64_t seed, bool seeded,
+                         bool stop_on_empty)
+      : inputs_(std::move(inputs)),
+        weights_(std::move(weights)),
+        seed_(seed),
+        seeded_(seeded),
+        stop_on_empty_(stop_on_empty) {}
+  std::string_view op_name() const override { return "SampleFromDatasets"; }
+  std::vector<Param> params() const override {
+    std::vector<Param> p{{"weights", weights_}, {"stop_on_empty_dataset", stop_on_empty_}};
+    if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+    return p;
+  }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {inputs_.begin(), inputs_.end()}; }
+  int64_t cardinality() const override { return detail_directed::DirectedCardinality(inputs_); }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    std::vector<std::unique_ptr<Stream<T>>> streams;
+    for (const NodePtr<T>& input : inputs_) streams.push_back(input->MakeStream(context));
+    using Selector = detail_directed::RandomSelector;
+    return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
+        "SampleFromDatasets", Selector(weights_, seed_), std::move(streams), stop_on_empty_);
+  }
+
+ private:
+  std::vector<NodePtr<T>> inputs_;
+  std::vector<double> weights_;
+  uint64_t seed_;
+  bool seeded_;
+  bool stop_on_empty_;
+};
+
+// Validates the arguments and applies tf.data's simplifications (zero weights dropped, one input left
+// returned as is); see the contract above.
+template <class T>
+NodePtr<T> MakeSampleFromDatasets(std::vector<NodePtr<T>> inputs, std::vector<double> weights,
+                                  std::optional<uint64_t> seed, bool stop_on_empty) {
+  auto error = [](std::string message) {
+    return MakeErrorSource<T>("SampleFromDatasets", absl::InvalidArgumentError(std::move(message)));
+  };
+  if (inputs.empty()) return error("SampleFromDatasets: `datasets` should not be empty");
+  if (weights.empty()) weights.assign(inputs.size(), 1.0);
+  if (weights.size() != inputs.size()) {
+    return error(absl::StrCat("SampleFromDatasets: `weights` should have the same length as `datasets` but got "
+                              "len(weights)=",
+                              weights.size(), " vs. len(datasets)=", inputs.size()));
+  }
+  std::vector<NodePtr<T>> kept_inputs;
+  std::vector<double> kept_weights;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i]) || weights[i] < 0) {
+      return error(absl::StrCat("SampleFromDatasets: weights[", i, "] = ", weights[i],
+                                " must be finite and non-negative"));
+    }
+    if (weights[i] > 0) {
+      kept_inputs.push_back(inputs[i]);
+      kept_weights.push_back(weights[i]);
+    }
+  }
+  if (kept_inputs.empty()) return std::make_shared<TakeNode<T>>(inputs[0], 0);
+  if (kept_inputs.size() == 1) return kept_inputs[0];
+  return std::make_shared<SampleFromDatasetsNode<T>>(std::move(kept_inputs), std::move(kept_weights),
+                                                     seed ? *seed : RandomSeed(), seed.has_value(), stop_on_empty);
+}
+
+template <class T>
+NodePtr<T> MakeChooseFromDatasets(std::vector<NodePtr<T>> inputs, NodePtr<int64_t> choices, bool stop_on_empty) {
+  if (inputs.empty()) {
+    return MakeErrorSource<T>("ChooseFromDatasets",
+                              absl::InvalidArgumentError("ChooseFromDatasets: `datasets` should not be empty"));
+  }
+  return std::make_shared<ChooseFromDatasetsNode<T>>(std::move(inputs), std::move(choices), stop_on_empty);
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_SAMPLE_FROM_DATASETS_H_

@@ -1,0 +1,107 @@
+// Scan(initial_state, f): a running fold, as tf.data.Dataset.scan. For each input element x, in order,
+// f(state, x) returns (new_state, y) as std::pair<State, U> (or absl::StatusOr of that pair); the op
+// yields y and carries new_state to the next element. Every iterator (and every epoch of a Repeat)
+// starts again from initial_state.
+//
+// Contract:
+// - f is called as f(const State&, T&&) on the consumer's thread, inline (a synchronous op); a copy of f
+//   lives in each stream, so a stateful f is not shared between iterators.
+// - Errors are elements and leave the state as it was: an input error element passes through (f is not
+//   called), and f failing (an error Status or an exception) yields an error naming "Scan" and the
+//   element index; the stream goes on with the next element.
+// - Cardinality: the input's (tf.data's scan maps one to one).
+//
+//   // Running sum: 0, 1, 3, 6, 10
+//   auto sums = Range(5).Scan(int64_t{0}, [](const int64_t& sum, int64_t x) {
+//     return std::pair<int64_t, int64_t>(sum + x, sum + x);
+//   });
+#ifndef SLUICE_OPS_SCAN_H_
+#define SLUICE_OPS_SCAN_H_
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "sluice/op_node.h"
+#include "sluice/ops/user_function.h"
+
+namespace sluice::ops {
+
+namespace detail_scan {
+template <class P>
+struct PairTraits {
+  static_assert(sizeof(P) == 0, "Scan: f must return std::pair<State, U> or absl::StatusOr<std::pair<State, U>>");
+};
+template <class S, class U>
+struct PairTraits<std::pair<S, U>> {
+  using State = S;
+  using Output = U;
+};
+}  // namespace detail_scan
+
+template <class T, class State, class F>
+using ScanResultT = UnwrapStatusOrT<std::invoke_result_t<F&, const State&, T&&>>;
+
+template <class T, class State, class F>
+class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<T, State, F>>::Output> {
+ public:
+  using Result = ScanResultT<T, State, F>;
+  using U = typename detail_scan::PairTraits<Result>::Output;
+  static_assert(std::is_convertible_v<typename detail_scan::PairTraits<Result>::State, State>,
+                "Scan: the new state f returns must convert to the initial state's type");
+
+  ScanNode(NodePtr<T> input, State initial_state, F f, std::string function_name)
+      : input_(std::move(input)),
+        initial_state_(std::move(initial_state)),
+        f_(std::move(f)),
+        function_name_(std::move(function_name)) {}
+  std::string_view op_name() const override { return "Scan"; }
+  std::vector<Param> params() const override { return {{"f", function_name_}}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<ScanStream>(input_->MakeStream(std::move(context)), initial_state_, f_);
+  }
+
+ private:
+  class ScanStream final : public Stream<U> {
+   public:
+    ScanStream(std::unique_ptr<Stream<T>> input, State state, F f)
+        : input_(std::move(input)), state_(std::move(state)), f_(std::move(f)) {}
+    PollState Poll(absl::StatusOr<U>* out) override {
+      PollState state = input_->Poll(&in_);
+      if (state != PollState::kReady) return state;
+      int64_t index = index_++;
+      if (!in_.ok()) {
+        *out = std::move(in_).status();
+        return PollState::kReady;
+      }
+      absl::StatusOr<Result> result = InvokeUserFunction("Scan", index, f_, std::as_const(state_), std::move(*in_));
+      if (!result.ok()) {
+        *out = std::move(result).status();
+        return PollState::kReady;
+      }
+      state_ = std::move(result->first);
+      *out = std::move(result->second);
+      return PollState::kReady;
+    }
+    Task<void> WaitReady() override { return input_->WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> input_;
+    State state_;
+    F f_;
+    absl::StatusOr<T> in_;
+    int64_t index_ = 0;
+  };
+
+  NodePtr<T> input_;
+  State initial_state_;
+  F f_;
+  std::string function_name_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_SCAN_H_

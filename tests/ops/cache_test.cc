@@ -1,0 +1,342 @@
+#include "sluice/ops/cache.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "sluice/dataset.h"
+#include "sluice/tensor.h"
+#include "tests/test_util.h"
+
+namespace sluice {
+namespace {
+
+using testing_util::ReadWholeFile;
+using testing_util::TempPath;
+using testing_util::WriteFile;
+
+template <class T>
+std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 1000000) {
+  std::vector<absl::StatusOr<T>> out;
+  Iterator<T> it = ds.MakeIterator();
+  for (absl::StatusOr<T> x : it) {
+    out.push_back(std::move(x));
+    if (out.size() >= limit) break;
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> Values(const Dataset<T>& ds) {
+  std::vector<T> out;
+  for (absl::StatusOr<T>& x : Collect(ds)) {
+    EXPECT_TRUE(x.ok()) << x.status();
+    if (x.ok()) out.push_back(std::move(*x));
+  }
+  return out;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+// Range(n) that counts how many elements the input really produced.
+Dataset<int64_t> Counted(int64_t n, std::shared_ptr<std::atomic<int64_t>> calls) {
+  return Range(n).Map([calls](int64_t x) {
+    calls->fetch_add(1);
+    return x;
+  });
+}
+
+bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+// A fresh cache path for each test, with any leftovers of an earlier run removed.
+std::string CachePath(const std::string& name) {
+  std::string path = TempPath(name);
+  for (const char* suffix : {"", ".index", ".lockfile", ".index.tmp"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+TEST(MemoryCacheTest, SecondPassReplaysWithoutRunningTheInput) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(10, calls).Cache();
+  EXPECT_EQ(Values(ds), Iota(10));
+  EXPECT_EQ(calls->load(), 10);
+  EXPECT_EQ(Values(ds), Iota(10));
+  EXPECT_EQ(calls->load(), 10);
+  EXPECT_EQ(ds.Cardinality(), 10);
+  EXPECT_EQ(Range(3).Repeat().Cache().Cardinality(), kInfiniteCardinality);
+  EXPECT_NE(ds.DebugString().find("Cache(filename=\"\")"), std::string::npos) << ds.DebugString();
+}
+
+TEST(MemoryCacheTest, RepeatAfterCacheRunsTheInputOnce) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(5, calls).Cache().Repeat(3);
+  std::vector<int64_t> got = Values(ds);
+  ASSERT_EQ(got.size(), 15u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], static_cast<int64_t>(i % 5));
+  EXPECT_EQ(calls->load(), 5);
+}
+
+TEST(MemoryCacheTest, AbandonedPassPublishesNothing) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(10, calls).Cache();
+  EXPECT_EQ(Values(ds.Take(3)), Iota(3));  // Take drops the cache stream before its end
+  {
+    Iterator<int64_t> it = ds.MakeIterator();
+    ASSERT_TRUE(it.NextBlocking().ok());
+  }  // destroyed part-way
+  int64_t before = calls->load();
+  EXPECT_EQ(Values(ds), Iota(10));  // ran the input again, in full
+  EXPECT_EQ(calls->load(), before + 10);
+  EXPECT_EQ(Values(ds), Iota(10));
+  EXPECT_EQ(calls->load(), before + 10);
+}
+
+TEST(MemoryCacheTest, ErrorsPassThroughAndAreNotCached) {
+  auto ds = Range(5)
+                .Map([](int64_t x) -> absl::StatusOr<int64_t> {
+                  if (x == 2) return absl::DataLossError("bad");
+                  return x;
+                })
+                .Cache();
+  auto first = Collect(ds);
+  ASSERT_EQ(first.size(), 5u);
+  EXPECT_EQ(first[2].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(Values(ds), (std::vector<int64_t>{0, 1, 3, 4}));
+}
+
+TEST(MemoryCacheTest, ConcurrentFirstPassesAndMidStreamDestruction) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(500, calls).Prefetch(4).Cache().Prefetch(2);
+  std::vector<std::thread> threads;
+  std::vector<std::vector<int64_t>> results(3);
+  for (int t = 0; t < 3; ++t) threads.emplace_back([&ds, &results, t] { results[t] = Values(ds); });
+  for (auto& t : threads) t.join();
+  for (auto& r : results) EXPECT_EQ(r, Iota(500));
+  int64_t after = calls->load();
+  EXPECT_EQ(Values(ds), Iota(500));
+  EXPECT_EQ(calls->load(), after);
+  for (int round = 0; round < 10; ++round) {
+    auto big = Range(0, 1000000).Prefetch(8).Cache().Prefetch(2);
+    Iterator<int64_t> it = big.MakeIterator();
+    for (int i = 0; i < round; ++i) ASSERT_TRUE(it.NextBlocking().ok());
+  }
+}
+
+struct Opaque {  // no ElementCodec: memory caching still works
+  int64_t v;
+};
+static_assert(!HasElementCodec<Opaque>);
+
+TEST(MemoryCacheTest, TypesWithoutCodec) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(4, calls).Map([](int64_t x) { return Opaque{x * 2}; }).Cache();
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Opaque> got = Values(ds);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got[3].v, 6);
+  }
+  EXPECT_EQ(calls->load(), 4);
+}
+
+TEST(FileCacheTest, FirstPassWritesLaterPassesAndRunsReadTheFile) {
+  std::string path = CachePath("cache_basic");
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(1000, calls).Cache(path);
+  EXPECT_EQ(Values(ds), Iota(1000));
+  EXPECT_EQ(calls->load(), 1000);
+  EXPECT_TRUE(Exists(path));
+  EXPECT_TRUE(Exists(path + ".index"));
+  EXPECT_FALSE(Exists(path + ".lockfile"));
+  EXPECT_EQ(Values(ds), Iota(1000));
+  EXPECT_EQ(calls->load(), 1000);
+  // Another definition (as a later run of the program would make) reads the same file.
+  auto other_calls = std::make_shared<std::atomic<int64_t>>(0);
+  EXPECT_EQ(Values(Counted(1000, other_calls).Cache(path)), Iota(1000));
+  EXPECT_EQ(other_calls->load(), 0);
+  EXPECT_EQ(Values(ds.Repeat(2)).size(), 2000u);
+  EXPECT_EQ(calls->load(), 1000);
+  EXPECT_NE(ds.DebugString().find(path), std::string::npos);
+}
+
+TEST(FileCacheTest, StructuredAndLargeElements) {
+  std::string path = CachePath("cache_structured");
+  auto ds = Range(4)
+                .Map([](int64_t x) {
+                  std::string big(x == 2 ? (size_t{3} << 20) : static_cast<size_t>(x), 'a' + static_cast<char>(x));
+                  return std::make_pair(Tensor::FromVector<float>({static_cast<float>(x), 0.5f}), big);
+                })
+                .Cache(path);
+  auto first = Values(ds);
+  auto second = Values(ds);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_EQ(second.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(first[i].first, second[i].first);
+    EXPECT_EQ(first[i].second, second[i].second);
+  }
+  EXPECT_EQ(second[2].second.size(), size_t{3} << 20);
+}
+
+TEST(FileCacheTest, AbandonedPassLeavesNoPartialCache) {
+  std::string path = CachePath("cache_abandoned");
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(100000, calls).Cache(path);
+  {
+    Iterator<int64_t> it = ds.MakeIterator();
+    for (int i = 0; i < 5000; ++i) ASSERT_TRUE(it.NextBlocking().ok());
+    EXPECT_TRUE(Exists(path + ".lockfile"));
+  }
+  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(path + ".index"));
+  EXPECT_FALSE(Exists(path + ".lockfile"));
+  EXPECT_EQ(Values(ds.Take(10)), Iota(10));  // also abandoned
+  EXPECT_FALSE(Exists(path + ".index"));
+  calls->store(0);
+  EXPECT_EQ(Values(ds).size(), 100000u);
+  EXPECT_EQ(calls->load(), 100000);
+  EXPECT_TRUE(Exists(path + ".index"));
+}
+
+TEST(FileCacheTest, SecondWriterIsRefusedWhileTheFirstWrites) {
+  std::string path = CachePath("cache_concurrent");
+  auto ds = Range(100).Cache(path);
+  Iterator<int64_t> writer = ds.MakeIterator();
+  ASSERT_EQ(**writer.NextBlocking(), 0);
+  auto refused = Collect(ds);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(refused[0].status().message().find("already in use"), std::string::npos) << refused[0].status();
+  EXPECT_NE(refused[0].status().message().find(path + ".lockfile"), std::string::npos) << refused[0].status();
+  int64_t n = 1;
+  for (;;) {
+    absl::StatusOr<std::optional<int64_t>> next = writer.NextBlocking();
+    ASSERT_TRUE(next.ok());
+    if (!next->has_value()) break;
+    EXPECT_EQ(**next, n++);
+  }
+  EXPECT_EQ(n, 100);
+  EXPECT_EQ(Values(ds), Iota(100));  // now a reader
+}
+
+TEST(FileCacheTest, ErrorsPassThroughAndAreNotCached) {
+  std::string path = CachePath("cache_errors");
+  auto ds = Range(5)
+                .Map([](int64_t x) -> absl::StatusOr<std::string> {
+                  if (x == 1) return absl::NotFoundError("gone");
+                  return std::to_string(x);
+                })
+                .Cache(path);
+  auto first = Collect(ds);
+  ASSERT_EQ(first.size(), 5u);
+  EXPECT_EQ(first[1].status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Values(ds), (std::vector<std::string>{"0", "2", "3", "4"}));
+}
+
+TEST(FileCacheTest, DamagedFilesAreDataLossNamingFileAndOffset) {
+  std::string path = CachePath("cache_damaged");
+  auto ds = Range(100).Cache(path);
+  ASSERT_EQ(Values(ds).size(), 100u);
+  std::string bytes = ReadWholeFile(path);
+  // Flip one payload byte of record 10 (8-byte magic, then records of 8 + 8 + 4 bytes).
+  std::string corrupt = bytes;
+  size_t record10 = 8 + 10 * 20;
+  corrupt[record10 + 8] ^= 0x5a;
+  WriteFile(path, corrupt);
+  auto got = Collect(ds);
+  ASSERT_EQ(got.size(), 11u);
+  EXPECT_EQ(*got[9], 9);
+  EXPECT_EQ(got[10].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(got[10].status().message().find(path), std::string::npos) << got[10].status();
+  EXPECT_NE(got[10].status().message().find(absl::StrCat("offset ", record10)), std::string::npos) << got[10].status();
+  // Truncated: the index no longer matches the file.
+  WriteFile(path, bytes.substr(0, bytes.size() - 7));
+  auto truncated = Collect(ds);
+  ASSERT_EQ(truncated.size(), 1u);
+  EXPECT_EQ(truncated[0].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(truncated[0].status().message().find(path), std::string::npos);
+  // A damaged index.
+  WriteFile(path, bytes);
+  WriteFile(path + ".index", "garbage");
+  auto bad_index = Collect(ds);
+  ASSERT_EQ(bad_index.size(), 1u);
+  EXPECT_EQ(bad_index[0].status().code(), absl::StatusCode::kDataLoss);
+  // Elements that do not decode as the element type (int64 cache read as strings).
+  std::string mismatch = CachePath("cache_mismatch");
+  ASSERT_EQ(Values(Range(3).Map([](int64_t x) { return x + 1000; }).Cache(mismatch)).size(), 3u);
+  auto wrong_type = Collect(Range(3).Map([](int64_t x) { return std::to_string(x); }).Cache(mismatch));
+  ASSERT_EQ(wrong_type.size(), 1u);
+  EXPECT_EQ(wrong_type[0].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(wrong_type[0].status().message().find("element 0"), std::string::npos) << wrong_type[0].status();
+}
+
+TEST(FileCacheTest, WriteErrorIsYieldedOnceAndThePassGoesOnUncached) {
+  std::string path = CachePath("cache_write_error");
+  // A file size limit makes write(2) fail with EFBIG (SIGXFSZ ignored) once the first 1 MiB flush runs.
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 64 << 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  auto ds = Range(200000).Cache(path);  // 20 bytes per record: 4 MB
+  auto got = Collect(ds);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_EQ(got.size(), 200001u);
+  int64_t next = 0;
+  int errors = 0;
+  for (auto& x : got) {
+    if (!x.ok()) {
+      ++errors;
+      EXPECT_NE(x.status().message().find(path), std::string::npos) << x.status();
+      continue;
+    }
+    EXPECT_EQ(*x, next++);
+  }
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ(next, 200000);
+  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(path + ".index"));
+  EXPECT_FALSE(Exists(path + ".lockfile"));
+  EXPECT_EQ(Values(ds).size(), 200000u);  // without the limit the next pass writes the cache
+  EXPECT_TRUE(Exists(path + ".index"));
+}
+
+TEST(FileCacheTest, UnwritablePathIsAnErrorNamingIt) {
+  std::string path = TempPath("no_such_dir/sub/cache");
+  auto got = Collect(Range(3).Cache(path));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(got[0].status().message().find(path), std::string::npos) << got[0].status();
+}
+
+TEST(FileCacheTest, DestroyedMidStreamWithWorkInFlight) {
+  std::string path = CachePath("cache_midstream");
+  for (int round = 0; round < 8; ++round) {
+    auto ds = Range(0, 1000000).Prefetch(8).Cache(path).Prefetch(2);
+    Iterator<int64_t> it = ds.MakeIterator();
+    for (int i = 0; i < round * 10; ++i) ASSERT_TRUE(it.NextBlocking().ok());
+  }
+  EXPECT_FALSE(Exists(path + ".lockfile"));
+  EXPECT_FALSE(Exists(path + ".index"));
+}
+
+}  // namespace
+}  // namespace sluice
