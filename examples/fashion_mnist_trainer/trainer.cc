@@ -1,0 +1,330 @@
+#include "trainer.h"
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "model.h"
+#include "progress.h"
+#include "sluice/distribute.h"
+#include "sluice/example.h"
+#include "sluice/run_loop.h"
+#include "sluice/task.h"
+
+namespace fashion_mnist {
+namespace {
+
+using sluice::Dataset;
+using sluice::Tensor;
+
+// Interleave reads this many shards at once, 16 records at a time from each, so that a shuffle buffer of a
+// few thousand records mixes several shards.
+constexpr int64_t kCycleLength = 4;
+constexpr int64_t kBlockLength = 16;
+
+sluice::ParseSpec ImageLabelSpec() {
+  sluice::ParseSpec spec;
+  spec.fixed.push_back({.key = "image", .dtype = sluice::DType::kString, .shape = sluice::Shape(), .default_value = std::nullopt});
+  spec.fixed.push_back({.key = "label", .dtype = sluice::DType::kInt64, .shape = sluice::Shape(), .default_value = std::nullopt});
+  return spec;
+}
+
+sluice::Compression CompressionOf(std::string_view path) {
+  if (absl::EndsWith(absl::string_view(path.data(), path.size()), ".gz")) return sluice::Compression::kGzip;
+  if (absl::EndsWith(absl::string_view(path.data(), path.size()), ".zlib")) return sluice::Compression::kZlib;
+  return sluice::Compression::kNone;
+}
+
+struct OpenShard {
+  Dataset<std::string> operator()(std::string path) const {
+    sluice::Compression compression = CompressionOf(path);
+    return sluice::TFRecord({std::move(path)}, compression);
+  }
+};
+
+// Parsed (image bytes, label) -> (standardised float pixels, label).
+struct DecodeImage {
+  absl::StatusOr<ImageLabel> operator()(sluice::ParsedExample example) const {
+    const std::string& bytes = example.fixed[0].data<std::string>()[0];
+    if (bytes.size() != static_cast<size_t>(kImageSize)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image has ", bytes.size(), " bytes, expected ", kImageSize, " (28 x 28 uint8)"));
+    }
+    int64_t label = example.fixed[1].data<int64_t>()[0];
+    if (label < 0 || label >= kNumClasses) {
+      return absl::InvalidArgumentError(absl::StrCat("label ", label, " is outside 0..", kNumClasses - 1));
+    }
+    Tensor pixels = Tensor::Empty(sluice::DType::kFloat32, sluice::Shape({kImageSize}));
+    float* out = pixels.data<float>();
+    for (int i = 0; i < kImageSize; ++i) out[i] = StandardizePixel(static_cast<uint8_t>(bytes[i]));
+    return ImageLabel(std::move(pixels), label);
+  }
+};
+
+Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, std::string split, bool shuffle_files) {
+  Dataset<std::string> files =
+      sluice::ListFiles({absl::StrCat(config.data_dir, "/", split, "-*.tfrecord*")}, shuffle_files, config.seed);
+  return files
+      .Interleave(OpenShard{}, kCycleLength, kBlockLength, config.parallel_calls, config.deterministic,
+                  "fashion_mnist.OpenShard")
+      .ParseExample(ImageLabelSpec())
+      .Map(DecodeImage{}, config.parallel_calls, config.deterministic, "fashion_mnist.DecodeImage");
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// What the replicas and the step barrier share during one epoch.
+struct EpochState {
+  EpochState(Model* model, SgdMomentum* optimizer, EpochProgress* progress, WaitTracker* waits, int replicas,
+             int64_t max_steps)
+      : model(model),
+        optimizer(optimizer),
+        progress(progress),
+        waits(waits),
+        max_steps(max_steps),
+        gradients(static_cast<size_t>(replicas), std::vector<float>(static_cast<size_t>(model->num_parameters()))),
+        batch_sizes(static_cast<size_t>(replicas), 0),
+        losses(static_cast<size_t>(replicas), 0.0f),
+        averaged(static_cast<size_t>(model->num_parameters())) {}
+
+  Model* model;
+  SgdMomentum* optimizer;
+  EpochProgress* progress;
+  WaitTracker* waits;
+  int64_t max_steps;
+  std::vector<std::vector<float>> gradients;  // gradients[r]: replica r's mean gradient of this step
+  std::vector<int64_t> batch_sizes;
+  std::vector<float> losses;
+  std::vector<float> averaged;
+  int64_t steps = 0;
+  // Set by the barrier's completion (step limit, optimizer error) or by a failing replica: every replica
+  // leaves after the current step.
+  std::atomic<bool> stop{false};
+  std::stop_source cancel;  // wakes replicas blocked on their iterators when one of them failed
+  std::mutex error_mutex;
+  absl::Status error;
+
+  void Fail(absl::Status status) {
+    {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (error.ok()) error = std::move(status);
+    }
+    stop.store(true, std::memory_order_release);
+    cancel.request_stop();
+  }
+};
+
+// Runs once per step on the last replica to arrive, while the others wait: the all-reduce (average weighted by
+// batch size) and the optimizer step on the shared weights.
+struct ApplyStep {
+  EpochState* state;
+  void operator()() noexcept {
+    std::vector<std::span<const float>> grads(state->gradients.begin(), state->gradients.end());
+    int64_t images = 0;
+    double loss_sum = 0.0;
+    for (size_t r = 0; r < state->batch_sizes.size(); ++r) {
+      images += state->batch_sizes[r];
+      loss_sum += static_cast<double>(state->losses[r]) * static_cast<double>(state->batch_sizes[r]);
+    }
+    // The phase that completes when the last replica leaves carries no data.
+    if (images == 0) return;
+    absl::Status status = AverageGradients(grads, state->batch_sizes, state->averaged);
+    if (status.ok()) status = state->optimizer->Apply(state->model->parameters(), state->averaged);
+    if (!status.ok()) {
+      state->Fail(std::move(status));
+      return;
+    }
+    ++state->steps;
+    if (images > 0) state->progress->Update(images, loss_sum / static_cast<double>(images));
+    if (state->max_steps >= 0 && state->steps >= state->max_steps) state->stop.store(true, std::memory_order_release);
+  }
+};
+
+using StepBarrier = std::barrier<ApplyStep>;
+
+// One replica: pull my piece of each global step, compute its gradient, meet the others at the barrier.
+// The queue wakes this coroutine on a pool worker; it hops back to its own thread (`home`) before the
+// gradient and the blocking barrier, which must never occupy the workers that produce the input.
+sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>* input, int replica,
+                                       EpochState* state, StepBarrier* barrier, sluice::RunLoop* home) {
+  const size_t r = static_cast<size_t>(replica);
+  absl::Status status;
+  while (!state->stop.load(std::memory_order_acquire)) {
+    const int64_t step_start = NowNanos();
+    absl::StatusOr<std::optional<ImageLabelBatch>> next = co_await input->Next();
+    co_await home->Schedule();
+    const int64_t waited = NowNanos() - step_start;
+    if (!next.ok()) {
+      status = std::move(next).status();
+      break;
+    }
+    if (!next->has_value()) break;  // every replica reaches the end at the same step
+    const Tensor& images = (*next)->first;
+    const Tensor& labels = (*next)->second;
+    state->batch_sizes[r] = labels.num_elements();
+    absl::StatusOr<float> loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(),
+                                                                state->gradients[r]);
+    if (!loss.ok()) {
+      status = loss.status();
+      break;
+    }
+    state->losses[r] = *loss;
+    barrier->arrive_and_wait();
+    state->waits->Record(replica, waited, NowNanos() - step_start);
+  }
+  // Leaving lowers the barrier's count, so the others never wait for a replica that is gone. Leaving
+  // also arrives, so this replica contributes nothing to the phase it completes.
+  state->batch_sizes[r] = 0;
+  barrier->arrive_and_drop();
+  co_return status;
+}
+
+absl::StatusOr<int64_t> CountRecords(const TrainerConfig& config) {
+  Dataset<std::string> files = sluice::ListFiles({absl::StrCat(config.data_dir, "/train-*.tfrecord*")}, false);
+  sluice::Iterator<int64_t> it =
+      files.Interleave(OpenShard{}, 1, 1).Map([](const std::string&) { return int64_t{1}; }).MakeIterator();
+  int64_t count = 0;
+  for (absl::StatusOr<int64_t> one : it) {
+    if (!one.ok()) return one.status();
+    count += *one;
+  }
+  return count;
+}
+
+struct TestSet {
+  std::vector<float> images;
+  std::vector<int64_t> labels;
+};
+
+absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
+  TestSet test;
+  sluice::Iterator<ImageLabelBatch> it = MakeTestPipeline(config).MakeIterator();
+  for (absl::StatusOr<ImageLabelBatch> batch : it) {
+    if (!batch.ok()) return batch.status();
+    std::span<const float> images = batch->first.span<float>();
+    std::span<const int64_t> labels = batch->second.span<int64_t>();
+    test.images.insert(test.images.end(), images.begin(), images.end());
+    test.labels.insert(test.labels.end(), labels.begin(), labels.end());
+  }
+  if (test.labels.empty()) {
+    return absl::NotFoundError(absl::StrCat("no test records under ", config.data_dir,
+                                            " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
+  }
+  return test;
+}
+
+}  // namespace
+
+Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config) {
+  return DecodedExamples(config, "train", /*shuffle_files=*/true)
+      .Shuffle(config.shuffle_buffer, config.seed, /*reshuffle_each_iteration=*/true)
+      .Batch(config.global_batch_size);
+}
+
+Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config) {
+  return DecodedExamples(config, "test", /*shuffle_files=*/false).Batch(kDefaultBatchSize);
+}
+
+absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out) {
+  if (config.replicas <= 0 || config.epochs <= 0 || config.global_batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("replicas (", config.replicas, "), epochs (", config.epochs,
+                                                   ") and global batch size (", config.global_batch_size,
+                                                   ") must be positive"));
+  }
+  absl::StatusOr<std::unique_ptr<Model>> made = MakeModel(config.model, config.seed);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Model> model = std::move(*made);
+  absl::StatusOr<int64_t> train_records = CountRecords(config);
+  if (!train_records.ok()) return train_records.status();
+  if (*train_records == 0) {
+    return absl::NotFoundError(absl::StrCat("no training records under ", config.data_dir,
+                                            " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
+  }
+  absl::StatusOr<TestSet> test = LoadTestSet(config);
+  if (!test.ok()) return test.status();
+
+  const float base_rate = config.learning_rate > 0 ? config.learning_rate : DefaultLearningRate(*model);
+  SgdMomentum optimizer{.learning_rate = base_rate, .momentum = kDefaultMomentum,
+                        .weight_decay = DefaultWeightDecay(*model)};
+  sluice::MirroredStrategy strategy(config.replicas);
+  sluice::DistributeOptions distribute_options;
+  distribute_options.iterator_options.deterministic = config.deterministic;
+  sluice::DistributedDataset<ImageLabelBatch> distributed =
+      strategy.DistributeDataset(MakeTrainPipeline(config), distribute_options);
+
+  out << "training " << model->name() << " on " << *train_records << " images (" << config.data_dir << "), "
+      << config.replicas << " replicas, global batch " << config.global_batch_size << ", " << config.epochs
+      << " epochs\n";
+  TrainResult result;
+  WaitTracker waits(config.replicas);
+  SteadyProgressClock clock;
+  double train_seconds = 0.0;
+  int64_t images = 0;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    optimizer.learning_rate = CosineLearningRate(base_rate, epoch, config.epochs);
+    int64_t epoch_images = *train_records;
+    if (config.max_steps_per_epoch >= 0) {
+      epoch_images = std::min(epoch_images, config.max_steps_per_epoch * config.global_batch_size);
+    }
+    EpochProgress progress(out, clock,
+                           {.epoch = epoch + 1, .num_epochs = config.epochs, .total_images = epoch_images,
+                            .interactive = config.interactive});
+    EpochState state(model.get(), &optimizer, &progress, &waits, config.replicas, config.max_steps_per_epoch);
+    StepBarrier barrier(config.replicas, ApplyStep{&state});
+    {
+      // Destroyed after the replica threads are joined: it cancels what the fan-out still has in flight.
+      sluice::DistributedIterator<ImageLabelBatch> input = distributed.MakeIterator();
+      std::vector<std::thread> threads;
+      threads.reserve(static_cast<size_t>(config.replicas));
+      for (int r = 0; r < config.replicas; ++r) {
+        threads.emplace_back([&input, &state, &barrier, r] {
+          sluice::RunLoop home;
+          absl::Status status =
+              home.Run(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home), state.cancel.get_token());
+          if (!status.ok()) state.Fail(absl::Status(status.code(), absl::StrCat("replica ", r, ": ", status.message())));
+        });
+      }
+      for (std::thread& t : threads) t.join();
+    }
+    if (!state.error.ok()) return state.error;
+    train_seconds += progress.elapsed_seconds();
+    images += progress.images();
+    result.steps += state.steps;
+    absl::StatusOr<EvalResult> eval = Evaluate(*model, test->images, test->labels);
+    if (!eval.ok()) return eval.status();
+    progress.Finish(eval->accuracy, eval->loss);
+    result.epochs.push_back({.epoch = epoch + 1,
+                             .images = progress.images(),
+                             .mean_loss = progress.mean_loss(),
+                             .test_accuracy = eval->accuracy,
+                             .test_loss = eval->loss,
+                             .images_per_second = progress.images_per_second()});
+  }
+  result.input_wait_share = waits.Share();
+  out << FormatRunSummary({.epochs = config.epochs,
+                           .num_replicas = config.replicas,
+                           .images = images,
+                           .train_seconds = train_seconds,
+                           .test_accuracy = result.epochs.back().test_accuracy,
+                           .test_loss = result.epochs.back().test_loss,
+                           .input_wait_share = result.input_wait_share});
+  return result;
+}
+
+}  // namespace fashion_mnist

@@ -1,0 +1,84 @@
+// The Fashion-MNIST trainer: a sluice input pipeline feeding R replicas through MirroredStrategy, each
+// replica a coroutine on its own thread that co_awaits its own replica iterator.
+//
+// Contract:
+// - Input: OUT/train-*.tfrecord[.gz] and OUT/test-*.tfrecord[.gz] as written by `sluice convert
+//   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64).
+// - Training pipeline (MakeTrainPipeline): ListFiles(train-*, shuffled with the seed) -> Interleave(TFRecord,
+//   parallel) -> ParseExample -> Map(decode to float32 [784], standardised, parallel) -> Shuffle(seeded,
+//   reshuffled each epoch) -> Batch(global batch). One pass is one epoch; the last batch may be short.
+// - Step: every replica gets its piece of the same global batch (tf.distribute's split), computes the
+//   gradient of the mean loss on it, and waits at a barrier; the barrier's completion averages the
+//   replicas' gradients weighted by their batch sizes (an all-reduce by averaging), applies one optimizer
+//   step to the shared weights and reports progress. So R replicas train exactly as one big-batch step.
+// - Determinism: with deterministic pipeline options (the default) the same seed gives the same weights,
+//   losses and accuracies run after run, whatever the number of threads.
+// - Errors: a missing data directory, a bad record or a model error ends the run with that Status.
+// - Threading: Train() blocks; it starts one thread per replica and joins them before returning.
+//
+//   TrainerConfig config;
+//   config.data_dir = "build/data/fashion-mnist";
+//   absl::StatusOr<TrainResult> result = Train(config, std::cout);
+#ifndef SLUICE_EXAMPLES_FASHION_MNIST_TRAINER_TRAINER_H_
+#define SLUICE_EXAMPLES_FASHION_MNIST_TRAINER_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/dataset.h"
+#include "sluice/tensor.h"
+
+namespace fashion_mnist {
+
+// A decoded example: 784 standardised float pixels and the label. Batching stacks both components, so a
+// batch is (float32 [B, 784], int64 [B]).
+using ImageLabel = std::pair<sluice::Tensor, int64_t>;
+using ImageLabelBatch = std::pair<sluice::Tensor, sluice::Tensor>;
+
+struct TrainerConfig {
+  std::string data_dir;
+  std::string model = "softmax";  // "softmax" or "mlp"
+  int replicas = 2;
+  int epochs = 5;
+  int64_t global_batch_size = 256;
+  float learning_rate = 0.0f;  // 0: the model's measured default
+  uint64_t seed = 42;
+  int64_t shuffle_buffer = 10000;
+  int64_t parallel_calls = -1;  // Map and Interleave parallelism; -1 = autotune
+  bool deterministic = true;
+  int64_t max_steps_per_epoch = -1;  // -1: whole epochs; tests train on a few steps
+  bool interactive = false;          // progress bar redrawn in place (a terminal) or log lines
+};
+
+struct EpochResult {
+  int epoch = 0;
+  int64_t images = 0;
+  double mean_loss = 0.0;
+  double test_accuracy = 0.0;
+  double test_loss = 0.0;
+  double images_per_second = 0.0;
+};
+
+struct TrainResult {
+  std::vector<EpochResult> epochs;
+  int64_t steps = 0;
+  double input_wait_share = 0.0;  // share of the replicas' step time spent waiting for input
+};
+
+// The training input of one epoch, batched with the global batch size.
+sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config);
+
+// The test split, in file order, batched for evaluation.
+sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config);
+
+// Trains as described above, writing the progress and the final summary to `out`.
+absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out);
+
+}  // namespace fashion_mnist
+
+#endif  // SLUICE_EXAMPLES_FASHION_MNIST_TRAINER_TRAINER_H_
