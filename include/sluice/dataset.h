@@ -119,9 +119,11 @@ class Dataset {
   Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
 
   // Batched<T>: stacked Tensors, tuples of them, stacked ParsedExamples, else std::vector<T> (ops/batch.h).
-  // num_parallel_calls: parallel stacking: wired by the integrator.
-  Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0) const {
-    return Dataset<Batched<T>>(ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls));
+  // num_parallel_calls >= 2 (or kAutotune) stacks several batches at once on the pool.
+  Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0,
+                            std::optional<bool> deterministic = std::nullopt) const {
+    return Dataset<Batched<T>>(
+        ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls, deterministic));
   }
 
   Dataset<T> Repeat(int64_t count = -1) const {

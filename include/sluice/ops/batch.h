@@ -13,17 +13,22 @@
 //   batch an InvalidArgument error "Batch (element i): Cannot batch tensors with different shapes in
 //   component 0. First element had shape [3] and element 2 had shape [4]." where i is the batch's index.
 //   Errors do not end the stream.
-// - num_parallel_calls: parallel stacking: wired by the integrator (accepted, kept in params(), batches are
-//   stacked inline for now). 0 = sequential, -1 = kAutotune.
+// - num_parallel_calls: 0 or 1 stack each batch inline in the consumer's poll; N >= 2 stack up to N batches
+//   at once on the iterator's pool (groups are formed in order first, so the batches hold the same
+//   elements); kAutotune (-1) lets the tuner pick. deterministic (unset = Options::deterministic) keeps
+//   batch order; false returns batches as they are stacked.
 // - Cardinality: input / batch_size, rounded up unless drop_remainder; infinite and unknown stay so.
-// - Threading/cancellation: synchronous; polls its input inline in the consumer's resumption.
+// - Threading/cancellation: the inline form is synchronous; the parallel form is ParallelMap's machinery
+//   (sluice/ops/parallel_map.h): destroying the stream cancels and awaits the stacking in flight.
 //
 //   Dataset<Tensor> images = ...;                 // each float[28,28]
 //   Dataset<Tensor> batches = images.Batch(32);   // float[32,28,28], the last one possibly shorter
 #ifndef SLUICE_OPS_BATCH_H_
 #define SLUICE_OPS_BATCH_H_
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <variant>
 #include <utility>
@@ -33,7 +38,9 @@
 #include "sluice/batching.h"
 #include "sluice/cardinality.h"
 #include "sluice/op_node.h"
+#include "sluice/autotune.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {
@@ -62,86 +69,132 @@ inline int64_t StaticBatchSize(const OpNode& node) {
   return drop ? size : -1;
 }
 
+// Consecutive input elements grouped into vectors of batch_size, the last one short unless drop_remainder;
+// an input error drops the partial group and takes its place. The first half of Batch, shared by the
+// inline and the parallel stacking.
+template <class T>
+class GroupStream final : public Stream<std::vector<T>> {
+ public:
+  GroupStream(std::unique_ptr<Stream<T>> input, int64_t batch_size, bool drop_remainder)
+      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  PollState Poll(absl::StatusOr<std::vector<T>>* out) override {
+    if (ended_) return PollState::kEnd;
+    // The partial group lives in a member, so a kPending return keeps what was collected.
+    if (elements_.capacity() == 0) elements_.reserve(static_cast<size_t>(batch_size_));
+    while (static_cast<int64_t>(elements_.size()) < batch_size_) {
+      PollState state = input_->Poll(&in_);
+      if (state == PollState::kPending) return state;
+      if (state == PollState::kEnd) {
+        ended_ = true;
+        if (elements_.empty() || drop_remainder_) return PollState::kEnd;
+        break;
+      }
+      if (!in_.ok()) {
+        elements_.clear();
+        *out = std::move(in_).status();
+        return PollState::kReady;
+      }
+      elements_.push_back(std::move(*in_));
+    }
+    *out = std::move(elements_);
+    elements_ = std::vector<T>();
+    return PollState::kReady;
+  }
+  Task<void> WaitReady() override { return input_->WaitReady(); }
+
+ private:
+  std::unique_ptr<Stream<T>> input_;
+  int64_t batch_size_;
+  bool drop_remainder_;
+  bool ended_ = false;
+  std::vector<T> elements_;
+  absl::StatusOr<T> in_;
+};
+
+// The second half: one group stacked by the Batched<T> rule; `index` is the batch's, for messages.
+template <class T>
+struct StackGroup {
+  absl::StatusOr<Batched<T>> operator()(std::vector<T> elements, int64_t index) const {
+    absl::StatusOr<Batched<T>> batch = StackBatch<T>(std::move(elements));
+    if (!batch.ok()) return AnnotateError(batch.status(), "Batch", index);
+    return batch;
+  }
+};
+
 template <class T>
 class BatchNode final : public Node<Batched<T>> {
  public:
   using B = Batched<T>;
-  BatchNode(NodePtr<T> input, int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls = 0)
+  BatchNode(NodePtr<T> input, int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls = 0,
+            std::optional<bool> deterministic = std::nullopt)
       : input_(std::move(input)),
         batch_size_(batch_size),
         drop_remainder_(drop_remainder),
-        num_parallel_calls_(num_parallel_calls) {}
+        num_parallel_calls_(num_parallel_calls),
+        deterministic_(deterministic) {}
   std::string_view op_name() const override { return "Batch"; }
   std::vector<Param> params() const override {
-    return {{"batch_size", batch_size_},
-            {"drop_remainder", drop_remainder_},
-            {"num_parallel_calls", num_parallel_calls_}};
+    std::vector<Param> params = {{"batch_size", batch_size_},
+                                 {"drop_remainder", drop_remainder_},
+                                 {"num_parallel_calls", num_parallel_calls_}};
+    if (deterministic_) params.push_back({"deterministic", *deterministic_});
+    return params;
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
     return BatchCardinality(input_->cardinality(), batch_size_, drop_remainder_);
   }
   std::unique_ptr<Stream<B>> MakeStream(IteratorContextPtr context) const override {
-    return std::make_unique<BatchStream>(input_->MakeStream(std::move(context)), batch_size_, drop_remainder_);
+    auto groups = std::make_unique<GroupStream<T>>(input_->MakeStream(context), batch_size_, drop_remainder_);
+    if (num_parallel_calls_ == 0 || num_parallel_calls_ == 1) {
+      return std::make_unique<InlineBatchStream>(std::move(groups));
+    }
+    // Parallel stacking: the groups are cheap to form (moves), the copies into one buffer are not.
+    using Parallel = detail_parallel::ParallelMapStream<std::vector<T>, B, StackGroup<T>>;
+    const bool deterministic = deterministic_.value_or(context->options.deterministic);
+    const int limit = std::max(1, CpuBudget(*context));
+    const bool tuned = num_parallel_calls_ == kAutotune;
+    int initial = tuned ? 1 : static_cast<int>(num_parallel_calls_);
+    int max_parallelism = tuned ? limit : initial;
+    if (tuned && !context->options.autotune) initial = max_parallelism = limit;
+    return std::make_unique<Parallel>(std::move(groups), StackGroup<T>{}, context->pool, initial, max_parallelism,
+                                      deterministic, tuned ? TunerFor(*context) : nullptr);
   }
 
  private:
-  class BatchStream final : public Stream<B> {
+  class InlineBatchStream final : public Stream<B> {
    public:
-    BatchStream(std::unique_ptr<Stream<T>> input, int64_t batch_size, bool drop_remainder)
-        : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+    explicit InlineBatchStream(std::unique_ptr<GroupStream<T>> groups) : groups_(std::move(groups)) {}
     PollState Poll(absl::StatusOr<B>* out) override {
-      if (ended_) return PollState::kEnd;
-      // The partial batch lives in a member, so a kPending return keeps what was collected.
-      if (elements_.capacity() == 0) elements_.reserve(static_cast<size_t>(batch_size_));
-      while (static_cast<int64_t>(elements_.size()) < batch_size_) {
-        PollState state = input_->Poll(&in_);
-        if (state == PollState::kPending) return state;
-        if (state == PollState::kEnd) {
-          ended_ = true;
-          if (elements_.empty() || drop_remainder_) return PollState::kEnd;
-          break;
-        }
-        if (!in_.ok()) {
-          elements_.clear();
-          *out = std::move(in_).status();
-          ++index_;
-          return PollState::kReady;
-        }
-        elements_.push_back(std::move(*in_));
-      }
-      absl::StatusOr<B> batch = StackBatch<T>(std::move(elements_));
-      elements_ = std::vector<T>();
-      if (batch.ok()) {
-        *out = std::move(batch);
+      PollState state = groups_->Poll(&group_);
+      if (state != PollState::kReady) return state;
+      if (group_.ok()) {
+        *out = StackGroup<T>{}(std::move(*group_), index_);
       } else {
-        *out = AnnotateError(batch.status(), "Batch", index_);
+        *out = std::move(group_).status();
       }
       ++index_;
       return PollState::kReady;
     }
-    Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<void> WaitReady() override { return groups_->WaitReady(); }
 
    private:
-    std::unique_ptr<Stream<T>> input_;
-    int64_t batch_size_;
-    bool drop_remainder_;
-    bool ended_ = false;
+    std::unique_ptr<GroupStream<T>> groups_;
+    absl::StatusOr<std::vector<T>> group_;
     int64_t index_ = 0;  // of the next output batch, for error messages
-    std::vector<T> elements_;
-    absl::StatusOr<T> in_;
   };
 
   NodePtr<T> input_;
   int64_t batch_size_;
   bool drop_remainder_;
   int64_t num_parallel_calls_;
+  std::optional<bool> deterministic_;
 };
 
 // Dataset::Batch's node, or an error source for invalid arguments.
 template <class T>
 NodePtr<Batched<T>> MakeBatch(NodePtr<T> input, int64_t batch_size, bool drop_remainder,
-                              int64_t num_parallel_calls) {
+                              int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt) {
   if (batch_size <= 0) {
     return MakeErrorSource<Batched<T>>(
         "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size)));
@@ -151,7 +204,8 @@ NodePtr<Batched<T>> MakeBatch(NodePtr<T> input, int64_t batch_size, bool drop_re
         "Batch", absl::InvalidArgumentError(absl::StrCat(
                      "Batch: num_parallel_calls must be >= 0 or kAutotune (-1), got ", num_parallel_calls)));
   }
-  return std::make_shared<BatchNode<T>>(std::move(input), batch_size, drop_remainder, num_parallel_calls);
+  return std::make_shared<BatchNode<T>>(std::move(input), batch_size, drop_remainder, num_parallel_calls,
+                                        deterministic);
 }
 
 }  // namespace sluice::ops
