@@ -20,34 +20,17 @@
 #include "sluice/dataset.h"
 #include "sluice/tensor.h"
 #include "tests/test_util.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
+using test_ops::Collect;
+using test_ops::Values;
+
 using testing_util::ReadWholeFile;
 using testing_util::TempPath;
 using testing_util::WriteFile;
-
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 1000000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() >= limit) break;
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> Values(const Dataset<T>& ds) {
-  std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds)) {
-    EXPECT_TRUE(x.ok()) << x.status();
-    if (x.ok()) out.push_back(std::move(*x));
-  }
-  return out;
-}
 
 std::vector<int64_t> Iota(int64_t n) {
   std::vector<int64_t> v;

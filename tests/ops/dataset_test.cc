@@ -13,32 +13,15 @@
 #include "gtest/gtest.h"
 #include "sluice/sync_wait.h"
 #include "sluice/task.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
+using test_ops::Collect;
+using test_ops::Values;
+
 // Drains a dataset on this thread; error elements become their code's name so orders can be compared.
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, int64_t limit = 1000000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (static_cast<int64_t>(out.size()) >= limit) break;
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> Values(const Dataset<T>& ds) {
-  std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds)) {
-    EXPECT_TRUE(x.ok()) << x.status();
-    if (x.ok()) out.push_back(std::move(*x));
-  }
-  return out;
-}
-
 std::vector<int64_t> Iota(int64_t start, int64_t stop, int64_t step = 1) {
   std::vector<int64_t> v;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) v.push_back(i);

@@ -10,19 +10,14 @@
 #include "tests/test_util.h"
 #include "sluice/dataset.h"
 #include "sluice/example.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
-std::string Shared(const std::string& relative) { return testing_util::SharedTFRecord(relative); }
+using test_ops::Collect;
 
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) out.push_back(std::move(x));
-  return out;
-}
+std::string Shared(const std::string& relative) { return testing_util::SharedTFRecord(relative); }
 
 TEST(ListFilesTest, SortedWithoutShuffleAndPermutedWithIt) {
   std::string pattern = Shared("tfx_chicago_taxi_csv_example_gen/Split-train/*.gz");

@@ -13,23 +13,15 @@
 #include "io/zlib_stream.h"
 #include "sluice/dataset.h"
 #include "tests/test_util.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
+using test_ops::Collect;
+
 using testing_util::TempPath;
 using testing_util::WriteFile;
-
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 1000000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() >= limit) break;
-  }
-  return out;
-}
 
 std::string Compress(const std::string& data, Compression compression) {
   if (compression == Compression::kNone) return data;

@@ -14,30 +14,13 @@
 #include "sluice/dataset.h"
 #include "sluice/sync_wait.h"
 #include "sluice/thread_pool.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 100000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() >= limit) break;
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> Values(const Dataset<T>& ds) {
-  std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds)) {
-    EXPECT_TRUE(x.ok()) << x.status();
-    if (x.ok()) out.push_back(std::move(*x));
-  }
-  return out;
-}
+using test_ops::Collect;
+using test_ops::Values;
 
 // A named functor factory: each call returns a fresh counter from 0 to n.
 struct CountTo {

@@ -10,20 +10,12 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "sluice/dataset.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 100000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() >= limit) break;
-  }
-  return out;
-}
+using test_ops::Collect;
 
 // Fails every element divisible by 3 (0, 3, 6, ...).
 Dataset<int64_t> Flaky(int64_t n) {

@@ -18,9 +18,13 @@
 #include "sluice/dataset.h"
 #include "sluice/sync_wait.h"
 #include "sluice/task.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
+
+using test_ops::Collect;
+using test_ops::Values;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr int64_t kScale = 1;
@@ -35,27 +39,6 @@ int64_t Spin(int64_t x) {
   volatile uint64_t acc = h;
   for (int i = 0; i < iterations; ++i) acc = acc * 6364136223846793005ull + 1442695040888963407ull;
   return x * 3 + 1;
-}
-
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, Options options = {}) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator(options);
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() > 1000000) break;
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> Values(const Dataset<T>& ds, Options options = {}) {
-  std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds, options)) {
-    EXPECT_TRUE(x.ok()) << x.status();
-    if (x.ok()) out.push_back(std::move(*x));
-  }
-  return out;
 }
 
 std::vector<int64_t> Expected(int64_t n) {

@@ -10,30 +10,13 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "sluice/dataset.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace {
 
-template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, size_t limit = 100000) {
-  std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
-  for (absl::StatusOr<T> x : it) {
-    out.push_back(std::move(x));
-    if (out.size() >= limit) break;
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> Values(const Dataset<T>& ds, size_t limit = 100000) {
-  std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds, limit)) {
-    EXPECT_TRUE(x.ok()) << x.status();
-    if (x.ok()) out.push_back(std::move(*x));
-  }
-  return out;
-}
+using test_ops::Collect;
+using test_ops::Values;
 
 Dataset<int64_t> Choices(std::vector<int64_t> v) { return FromVector<int64_t>(std::move(v)); }
 

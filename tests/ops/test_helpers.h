@@ -1,4 +1,4 @@
-// Helpers shared by the op tests of batching, padding, rebatching, bucketing and parsing.
+// Helpers shared by the op tests: draining a dataset, tensor shorthands.
 #ifndef SLUICE_TESTS_OPS_TEST_HELPERS_H_
 #define SLUICE_TESTS_OPS_TEST_HELPERS_H_
 
@@ -12,26 +12,35 @@
 
 namespace sluice::test_ops {
 
-// Drains a dataset on this thread, at most `limit` elements.
+// Drains a dataset on this thread, at most `limit` elements; errors are kept as elements.
 template <class T>
-std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, int64_t limit = 100000) {
+std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, int64_t limit = 1000000, Options options = {}) {
   std::vector<absl::StatusOr<T>> out;
-  Iterator<T> it = ds.MakeIterator();
+  Iterator<T> it = ds.MakeIterator(options);
   for (absl::StatusOr<T> x : it) {
     out.push_back(std::move(x));
     if (static_cast<int64_t>(out.size()) >= limit) break;
   }
   return out;
 }
-
 template <class T>
-std::vector<T> Values(const Dataset<T>& ds) {
+std::vector<absl::StatusOr<T>> Collect(const Dataset<T>& ds, Options options) {
+  return Collect(ds, 1000000, options);
+}
+
+// The values of Collect(); an error element fails the calling test.
+template <class T>
+std::vector<T> Values(const Dataset<T>& ds, int64_t limit = 1000000, Options options = {}) {
   std::vector<T> out;
-  for (absl::StatusOr<T>& x : Collect(ds)) {
+  for (absl::StatusOr<T>& x : Collect(ds, limit, options)) {
     EXPECT_TRUE(x.ok()) << x.status();
     if (x.ok()) out.push_back(std::move(*x));
   }
   return out;
+}
+template <class T>
+std::vector<T> Values(const Dataset<T>& ds, Options options) {
+  return Values(ds, 1000000, options);
 }
 
 inline std::vector<int64_t> Ints(const Tensor& t) {
