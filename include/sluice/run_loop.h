@@ -40,10 +40,10 @@ class RunLoop final : public Executor {
   RunLoop& operator=(const RunLoop&) = delete;
 
   void Execute(std::coroutine_handle<> handle) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(handle);
-    }
+    // Notify under the lock: once the handle is taken, the task may finish and the loop be destroyed
+    // before a notify made after unlocking would touch the condition variable.
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(handle);
     wake_.notify_one();
   }
 
