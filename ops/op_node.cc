@@ -12,7 +12,12 @@ struct ParamFormatter {
   std::string operator()(bool v) const { return v ? "true" : "false"; }
   std::string operator()(int64_t v) const { return absl::StrCat(v); }
   std::string operator()(double v) const { return absl::StrCat(v); }
-  std::string operator()(const std::string& v) const { return absl::StrCat("\"", v, "\""); }
+  // Long values (a list of hundreds of files) are elided: DebugString is for people; params() stays whole.
+  std::string operator()(const std::string& v) const {
+    constexpr size_t kShown = 160;
+    if (v.size() <= kShown + 40) return absl::StrCat("\"", v, "\"");
+    return absl::StrCat("\"", v.substr(0, kShown), "...\" (", v.size(), " chars)");
+  }
   std::string operator()(const std::vector<int64_t>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
   std::string operator()(const std::vector<double>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
 };

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -253,6 +254,16 @@ TEST(DatasetTest, DebugStringNamesOpsAndParams) {
   EXPECT_NE(s.find("Batch(batch_size=4, drop_remainder=true, num_parallel_calls=0)"), std::string::npos) << s;
   EXPECT_NE(s.find("Map(f=\"identity\")"), std::string::npos) << s;
   EXPECT_NE(s.find("Range(start=0, stop=10, step=1)"), std::string::npos) << s;
+}
+
+TEST(DatasetTest, DebugStringElidesLongValuesButParamsKeepThem) {
+  std::string long_name(500, 'f');
+  auto ds = Range(3).Map([](int64_t x) { return x; }, long_name);
+  std::string s = ds.DebugString();
+  EXPECT_NE(s.find("...\" (500 chars)"), std::string::npos) << s;
+  EXPECT_LT(s.size(), 300u) << s;
+  ASSERT_EQ(ds.node()->params().size(), 1u);
+  EXPECT_EQ(std::get<std::string>(ds.node()->params()[0].value), long_name);
 }
 
 TEST(DatasetTest, OneDefinitionManyConcurrentIterators) {
