@@ -20,6 +20,7 @@
 #include <optional>
 #include <thread>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "sluice/ops/batch.h"
 #include "sluice/ops/bucket_by_sequence_length.h"
 #include "sluice/ops/cache.h"
+#include "sluice/ops/concatenate.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/file_sources.h"
@@ -54,7 +56,7 @@
 #include "sluice/ops/take_skip.h"
 #include "sluice/ops/take_while.h"
 #include "sluice/ops/unbatch.h"
-#include "sluice/ops/zip_concatenate.h"
+#include "sluice/ops/zip.h"
 #include "sluice/options.h"
 #include "sluice/thread_pool.h"
 
@@ -264,10 +266,19 @@ class Dataset {
   NodePtr<T> node_;
 };
 
-// Pairs of elements until the shorter dataset ends.
+// Pairs of elements until the shorter dataset ends (tf.data.Dataset.zip; see sluice/ops/zip.h).
 template <class A, class B>
 Dataset<std::pair<A, B>> Zip(const Dataset<A>& a, const Dataset<B>& b) {
-  return Dataset<std::pair<A, B>>(std::make_shared<ops::ZipNode<A, B>>(a.node(), b.node()));
+  return Dataset<std::pair<A, B>>(std::make_shared<ops::ZipNode<std::pair<A, B>, A, B>>(a.node(), b.node()));
+}
+
+// Tuples of elements from three or more datasets, until the shortest ends.
+template <class A, class B, class C, class... Rest>
+Dataset<std::tuple<A, B, C, Rest...>> Zip(const Dataset<A>& a, const Dataset<B>& b, const Dataset<C>& c,
+                                          const Dataset<Rest>&... rest) {
+  using Out = std::tuple<A, B, C, Rest...>;
+  return Dataset<Out>(
+      std::make_shared<ops::ZipNode<Out, A, B, C, Rest...>>(a.node(), b.node(), c.node(), rest.node()...));
 }
 
 // The files matching `patterns` (glob), sorted; shuffled by default as tf.data.Dataset.list_files.

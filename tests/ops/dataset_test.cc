@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -377,6 +378,40 @@ TEST(ZipConcatenateTest, ZipStopsAtShortest) {
   EXPECT_EQ(Zip(Range(5), Range(3)).Cardinality(), 3);
   EXPECT_EQ(Zip(Range(5), Range(3).Repeat()).Cardinality(), 5);
   EXPECT_EQ(Zip(Range(5).Repeat(), Range(3).Repeat()).Cardinality(), kInfiniteCardinality);
+}
+
+TEST(ZipConcatenateTest, ZipOfThreeIsATupleAndStopsAtTheShortest) {
+  auto ds = Zip(Range(1, 4), Range(4, 7), FromVector<std::string>({"x", "y"}));
+  auto got = Values(ds);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1], (std::tuple<int64_t, int64_t, std::string>(2, 5, "y")));
+  EXPECT_EQ(ds.Cardinality(), 2);
+  EXPECT_EQ(ds.node()->inputs().size(), 3u);
+  EXPECT_EQ(Zip(Range(3).Repeat(), Range(4).Repeat(), Range(5).Repeat(), Range(2)).Cardinality(), 2);
+  EXPECT_EQ(Zip(Range(3), Range(4), Range(5).Filter([](int64_t) { return true; })).Cardinality(),
+            kUnknownCardinality);
+}
+
+TEST(ZipConcatenateTest, ZipErrorDropsEarlierInputsElementsAndDoesNotAdvanceLaterOnes) {
+  // As tf's ZipDataset: inputs are advanced in order and the step returns at the first error.
+  auto failing = Range(3).Map([](int64_t x) -> absl::StatusOr<int64_t> {
+    if (x == 1) return absl::DataLossError("bad");
+    return x;
+  });
+  auto got = Collect(Zip(Range(10, 13), failing, Range(20, 23)));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(*got[0], (std::tuple<int64_t, int64_t, int64_t>(10, 0, 20)));
+  EXPECT_EQ(got[1].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(*got[2], (std::tuple<int64_t, int64_t, int64_t>(12, 2, 21)));  // 11 dropped, 21 not taken
+}
+
+TEST(ZipConcatenateTest, ZipKeepsTakenElementsAcrossAPendingInput) {
+  auto slow = Range(100, 300).Prefetch(1);
+  auto got = Values(Zip(Range(200), slow, Range(5, 205)));
+  ASSERT_EQ(got.size(), 200u);
+  for (int64_t i = 0; i < 200; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)], (std::tuple<int64_t, int64_t, int64_t>(i, 100 + i, 5 + i)));
+  }
 }
 
 TEST(ZipConcatenateTest, ConcatenateInOrder) {

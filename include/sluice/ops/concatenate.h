@@ -1,0 +1,62 @@
+// Concatenate(a, b): a's elements, then b's (tf.data.Dataset.concatenate). b's stream is only made once a
+// has ended. Cardinality: unknown if either is unknown, infinite if either is infinite, else the sum.
+// Threading: synchronous; polls the current input inline.
+#ifndef SLUICE_OPS_CONCATENATE_H_
+#define SLUICE_OPS_CONCATENATE_H_
+
+#include <memory>
+#include <utility>
+
+#include "sluice/cardinality.h"
+#include "sluice/op_node.h"
+
+namespace sluice::ops {
+
+template <class T>
+class ConcatenateNode final : public Node<T> {
+ public:
+  ConcatenateNode(NodePtr<T> first, NodePtr<T> second) : first_(std::move(first)), second_(std::move(second)) {}
+  std::string_view op_name() const override { return "Concatenate"; }
+  std::vector<Param> params() const override { return {}; }
+  std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {first_, second_}; }
+  int64_t cardinality() const override {
+    int64_t a = first_->cardinality();
+    int64_t b = second_->cardinality();
+    if (a == kUnknownCardinality || b == kUnknownCardinality) return kUnknownCardinality;
+    if (a == kInfiniteCardinality || b == kInfiniteCardinality) return kInfiniteCardinality;
+    return a + b;
+  }
+  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+    return std::make_unique<ConcatenateStream>(first_->MakeStream(context), second_, context);
+  }
+
+ private:
+  class ConcatenateStream final : public Stream<T> {
+   public:
+    ConcatenateStream(std::unique_ptr<Stream<T>> first, NodePtr<T> second, IteratorContextPtr context)
+        : current_(std::move(first)), second_(std::move(second)), context_(std::move(context)) {}
+    PollState Poll(absl::StatusOr<T>* out) override {
+      for (;;) {
+        if (!current_) return PollState::kEnd;
+        PollState state = current_->Poll(out);
+        if (state != PollState::kEnd) return state;
+        // The second input is only opened once the first is done.
+        current_ = second_ ? second_->MakeStream(context_) : nullptr;
+        second_ = nullptr;
+      }
+    }
+    Task<void> WaitReady() override { return current_ ? current_->WaitReady() : Stream<T>::WaitReady(); }
+
+   private:
+    std::unique_ptr<Stream<T>> current_;
+    NodePtr<T> second_;
+    IteratorContextPtr context_;
+  };
+
+  NodePtr<T> first_;
+  NodePtr<T> second_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_CONCATENATE_H_
