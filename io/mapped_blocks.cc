@@ -36,13 +36,15 @@ absl::StatusOr<std::shared_ptr<const std::byte>> Map(int fd, const std::string& 
                                                      size_t length, Prefault prefault) {
   // MAP_POPULATE fills the page tables from the page cache (reading what is missing) inside this call,
   // so the consumer takes no faults; the other modes leave the faults (16 pages each) to the consumer.
-  const int flags = MAP_SHARED | (prefault == Prefault::kPopulate ? MAP_POPULATE : 0);
+  const bool populate = prefault == Prefault::kPopulate;
+  const int flags = MAP_SHARED | (populate ? MAP_POPULATE : 0);
   void* p = ::mmap(nullptr, length, PROT_READ, flags, fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
     return absl::ErrnoToStatus(errno, absl::StrCat(path, ": mmap of ", length, " bytes at offset ", offset));
   }
-  if (prefault != Prefault::kPopulate) ::madvise(p, length, MADV_SEQUENTIAL);
+  if (!populate) ::madvise(p, length, MADV_SEQUENTIAL);
   if (prefault == Prefault::kWillNeed) ::madvise(p, length, MADV_WILLNEED);
+
   return std::shared_ptr<const std::byte>(static_cast<const std::byte*>(p), Unmap{length});
 }
 
