@@ -17,11 +17,15 @@
 namespace sluice {
 namespace {
 
-SequentialReadOptions BlockOptions(const ReadOptions& io) {
+SequentialReadOptions BlockOptions(const ReadOptions& io, Compression compression) {
   SequentialReadOptions options;
   options.block_size = io.block_size;
   options.blocks_in_flight = io.blocks_in_flight;
   options.direct = io.direct;
+  // Inflating copies anyway, so compressed files gain little from mapping: kAuto reads them.
+  options.mode = io.mode == ReadMode::kAuto && compression != Compression::kNone ? ReadMode::kRead : io.mode;
+  options.mmap_window = io.mmap_window;
+  options.prefault = io.prefault;
   options.resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();
   return options;
 }
@@ -66,7 +70,7 @@ io::ZlibFormat FormatOf(Compression compression) {
 // The file's bytes, decompressed when asked. An error is the last element.
 AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string path, Compression compression,
                                                  ReadOptions io) {
-  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io));
+  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, compression));
   std::optional<io::Inflater> inflater;
   if (compression != Compression::kNone) inflater.emplace(FormatOf(compression), path);
   uint64_t produced = 0;
@@ -117,7 +121,7 @@ AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string p
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
                                                      TFRecordReaderOptions options, ReadOptions io) {
-  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io));
+  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, options.compression));
   io::TFRecordDecoder decoder(options.compression, io::ParserOptionsFor(options, path));
   // The decoder repeats an unrecoverable error on every call: seeing the same error twice ends the stream.
   absl::Status last_error;

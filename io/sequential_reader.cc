@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <stop_token>
 #include <thread>
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/mapped_blocks.h"
 #include "sluice/async_event.h"
 #include "sluice/async_scope.h"
 #include "sluice/task.h"
@@ -158,9 +160,18 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
     co_yield std::move(error);
     co_return;
   }
+  File file = std::move(*opened);
+  if (io::ShouldMap(file, options)) {
+    AsyncGenerator<absl::StatusOr<Block>> windows = io::MapBlocks(reactor, std::move(file), path, options);
+    for (;;) {
+      std::optional<absl::StatusOr<Block>> window = co_await windows.Next();
+      if (!window.has_value()) break;
+      co_yield std::move(*window);
+    }
+    co_return;
+  }
   // Declaration order is destruction order in reverse: `scope` goes first, so a generator destroyed
   // mid-stream joins its reads before the slots, buffers and the fd they use are released.
-  File file = std::move(*opened);
   const size_t block_size = RoundUp(options.block_size, file.direct() ? kDirectIoAlignment : 1);
   const size_t depth = static_cast<size_t>(options.blocks_in_flight);
   std::shared_ptr<BufferPool> pool =

@@ -11,11 +11,13 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sluice/reactor.h"
+#include "sluice/sequential_reader.h"
 
 namespace sluice::testing_util {
 
@@ -61,6 +63,31 @@ class BackendTest : public ::testing::TestWithParam<IoBackend> {
   Reactor& reactor() { return *reactor_; }
   std::unique_ptr<Reactor> reactor_;
 };
+
+// The same for reader tests run over both block sources: GetParam() is (backend, ReadMode).
+class BackendModeTest : public ::testing::TestWithParam<std::tuple<IoBackend, ReadMode>> {
+ protected:
+  void SetUp() override {
+    ReactorOptions options;
+    options.backend = std::get<0>(GetParam());
+    absl::StatusOr<std::unique_ptr<Reactor>> reactor = Reactor::Create(options);
+    if (!reactor.ok()) GTEST_SKIP() << "backend unavailable: " << reactor.status();
+    reactor_ = std::move(*reactor);
+  }
+  Reactor& reactor() { return *reactor_; }
+  ReadMode mode() const { return std::get<1>(GetParam()); }
+  std::unique_ptr<Reactor> reactor_;
+};
+
+inline std::string BackendModeName(const ::testing::TestParamInfo<std::tuple<IoBackend, ReadMode>>& info) {
+  return std::string(std::get<0>(info.param) == IoBackend::kUring ? "Uring" : "Threads") +
+         (std::get<1>(info.param) == ReadMode::kMmap ? "Mmap" : "Read");
+}
+
+inline auto BackendModeValues() {
+  return ::testing::Combine(::testing::Values(IoBackend::kUring, IoBackend::kThreads),
+                            ::testing::Values(ReadMode::kRead, ReadMode::kMmap));
+}
 
 }  // namespace sluice::testing_util
 

@@ -5,10 +5,11 @@
 //                                                                # and rec1k.tfrecord.gz (1/8 of the size)
 //   scan_benchmark --files=/tmp/sluice-bench/rec100k.tfrecord [--block_size=1048576] [--depth=4] [--direct]
 //                  [--backend=uring|threads] [--repeat=3] [--gzip]
+//                  [--mode=auto|read|mmap] [--window=33554432] [--prefault=populate|willneed|none]
 //   scan_benchmark --sweep --files=...                          # block sizes 256 KiB..8 MiB x depths 1..8
 //
 // Output, one line per file and run:
-//   scan FILE block=B depth=D direct=0|1 bytes=N records=R seconds=S GB/s=X records/s=Y
+//   scan FILE block=B depth=D direct=0|1 mode=M window=W prefault=P bytes=N records=R seconds=S GB/s=X records/s=Y
 // GB/s counts the bytes of the file (the decompressed bytes with --gzip, for comparison with zcat).
 #include <algorithm>
 #include <chrono>
@@ -44,6 +45,9 @@ struct Flags {
   int depth = sluice::kDefaultBlocksInFlight;
   std::string backend = "uring";
   int repeat = 1;
+  std::string mode = "auto";
+  size_t window = sluice::kDefaultMmapWindow;
+  std::string prefault = "populate";
 };
 
 bool ParseFlag(const char* arg, const char* name, std::string* value) {
@@ -69,6 +73,9 @@ Flags ParseFlags(int argc, char** argv) {
     else if (ParseFlag(a, "--depth", &v)) flags.depth = std::atoi(v.c_str());
     else if (ParseFlag(a, "--backend", &v)) flags.backend = v;
     else if (ParseFlag(a, "--repeat", &v)) flags.repeat = std::atoi(v.c_str());
+    else if (ParseFlag(a, "--mode", &v)) flags.mode = v;
+    else if (ParseFlag(a, "--window", &v)) flags.window = std::strtoull(v.c_str(), nullptr, 10);
+    else if (ParseFlag(a, "--prefault", &v)) flags.prefault = v;
     else {
       std::fprintf(stderr, "unknown flag %s (see the header of scan_benchmark.cc)\n", a);
       std::exit(2);
@@ -131,6 +138,13 @@ double RunScan(sluice::Reactor& reactor, const std::string& file, const Flags& f
   io.block_size = block_size;
   io.blocks_in_flight = depth;
   io.direct = flags.direct;
+  io.mode = flags.mode == "read" ? sluice::ReadMode::kRead
+            : flags.mode == "mmap" ? sluice::ReadMode::kMmap
+                                   : sluice::ReadMode::kAuto;
+  io.mmap_window = flags.window;
+  io.prefault = flags.prefault == "none"       ? sluice::Prefault::kNone
+                : flags.prefault == "willneed" ? sluice::Prefault::kWillNeed
+                                               : sluice::Prefault::kPopulate;
   const auto start = std::chrono::steady_clock::now();
   ScanResult result = sluice::SyncWait(Scan(sluice::ReadTFRecords(reactor, file, options, io)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -140,8 +154,10 @@ double RunScan(sluice::Reactor& reactor, const std::string& file, const Flags& f
   }
   const double gbps = static_cast<double>(result.bytes) / seconds / 1e9;
   if (print) {
-    std::printf("scan %s block=%zu depth=%d direct=%d bytes=%llu records=%llu seconds=%.3f GB/s=%.3f records/s=%.0f\n",
-                file.c_str(), block_size, depth, flags.direct ? 1 : 0,
+    std::printf("scan %s block=%zu depth=%d direct=%d mode=%s window=%zu prefault=%s bytes=%llu records=%llu "
+                "seconds=%.3f GB/s=%.3f records/s=%.0f\n",
+                file.c_str(), block_size, depth, flags.direct ? 1 : 0, flags.mode.c_str(), flags.window,
+                flags.prefault.c_str(),
                 static_cast<unsigned long long>(result.bytes), static_cast<unsigned long long>(result.records),
                 seconds, gbps, static_cast<double>(result.records) / seconds);
     std::fflush(stdout);

@@ -8,6 +8,10 @@
 //   while held, so the threshold keeps small records, which consumers may buffer by the thousand, from
 //   pinning megabytes); every other record is copied once into its own allocation. `offset` is the
 //   record's byte offset in the file, in the decompressed stream for GZIP/ZLIB files.
+// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/sequential_reader.h). kAuto maps
+//   uncompressed regular files (a block is then an mmap window of mmap_window bytes, so a zero-copy
+//   record pins its window's mapping, not a copy) and reads compressed ones. The elements and errors are
+//   the same either way.
 // - Errors are elements (a consumer may keep pulling after a recoverable one); all name the path and a
 //   byte offset. NotFound / PermissionDenied / FailedPrecondition (directory) when the file cannot be
 //   opened, read errors from the reactor, and DataLoss for bad content. I/O errors, cancellation and
@@ -79,6 +83,9 @@ struct ReadOptions {
   Executor* parse_on = nullptr;
   // Records at least this large are views into the block (see above); SIZE_MAX = always copy.
   size_t min_zero_copy_bytes = kDefaultMinZeroCopyBytes;
+  ReadMode mode = ReadMode::kAuto;
+  size_t mmap_window = kDefaultMmapWindow;
+  Prefault prefault = Prefault::kPopulate;
 };
 
 struct TextLineOptions {

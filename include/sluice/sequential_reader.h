@@ -16,6 +16,16 @@
 //   PermissionDenied, FailedPrecondition for a directory) and read errors, all naming the path and, for
 //   reads, the offset.
 // - O_DIRECT (options.direct): see File; when refused the reader falls back to buffered reads silently.
+// - Memory mapping (options.mode): kMmap, and kAuto, map a non-empty regular file opened without O_DIRECT
+//   in windows of options.mmap_window bytes (rounded up to the page size) instead of reading it, so the
+//   kernel's page-cache copy disappears: each Block is one window and its `buffer` owns the mapping
+//   (munmap when the reader and every holder of the Block let go). The next window is mapped and
+//   prefaulted (options.prefault) on the reactor's thread while the consumer works on the current one. Anything
+//   else (O_DIRECT honoured, block devices, empty files, kRead, a refused mmap) takes the read path with
+//   the same elements and errors. The size is taken at open and nothing past it is mapped; before each
+//   window is handed out the file is fstat'ed again and a shrunken file yields DataLoss as on the read
+//   path. Remaining risk: a file truncated while a consumer is reading a window already handed out
+//   raises SIGBUS (as for any mmap reader); use kRead for files that others may truncate.
 // - Cancellation: a stop requested on the consumer's token makes the next Next() yield CancelledError
 //   (naming the path) as the last element; reads still in flight are cancelled and awaited first.
 // - Threading: completions arrive on the reactor's thread. With options.resume_on set, the consumer is
@@ -55,6 +65,21 @@ namespace sluice {
 // Chosen by benchmarks/io/scan_benchmark (see docs/io.md).
 inline constexpr size_t kDefaultBlockSize = size_t{1} << 20;
 inline constexpr int kDefaultBlocksInFlight = 2;
+inline constexpr size_t kDefaultMmapWindow = size_t{32} << 20;
+
+enum class ReadMode {
+  kAuto,  // kMmap: a third less CPU, faster cold and with the cores busy; slower on an idle machine,
+          // where a free core does the read path's copy in parallel (docs/io.md, "Scan throughput")
+  kRead,  // read(2) / io_uring reads into pooled buffers
+  kMmap,  // mmap windows where the file allows (see the contract), else kRead
+};
+
+// How a mapped window is brought into the page tables ahead of the consumer.
+enum class Prefault {
+  kPopulate,  // MAP_POPULATE: page tables filled by the mapping call, off the consumer's thread
+  kWillNeed,  // madvise(MADV_WILLNEED) of the next window: readahead only, the consumer takes the faults
+  kNone,      // MADV_SEQUENTIAL only
+};
 
 struct SequentialReadOptions {
   // Bytes per read (> 0). Rounded up to kDirectIoAlignment when the file is read with O_DIRECT.
@@ -63,12 +88,16 @@ struct SequentialReadOptions {
   int blocks_in_flight = kDefaultBlocksInFlight;
   // Open with O_DIRECT (falls back to the page cache where refused).
   bool direct = false;
-  // Where the consumer resumes after waiting for a read (nullptr: on the completion thread).
+  // Where the consumer resumes after waiting for a read or a mapping (nullptr: on the completion thread).
   Executor* resume_on = nullptr;
+  ReadMode mode = ReadMode::kAuto;
+  // Bytes per mapping in the mmap path (> 0; rounded up to the page size).
+  size_t mmap_window = kDefaultMmapWindow;
+  Prefault prefault = Prefault::kPopulate;
 };
 
 struct Block {
-  std::shared_ptr<const std::byte> buffer;  // owns the memory `data` points into
+  std::shared_ptr<const std::byte> buffer;  // owns the memory `data` points into (a buffer or a mapping)
   std::span<const std::byte> data;
   uint64_t offset = 0;  // of data[0] in the file
 };

@@ -31,8 +31,9 @@
 namespace sluice {
 namespace {
 
-using testing_util::BackendName;
-using testing_util::BackendTest;
+using testing_util::BackendModeName;
+using testing_util::BackendModeTest;
+using testing_util::BackendModeValues;
 using testing_util::TempPath;
 using testing_util::WriteFile;
 using testing_util::ReadWholeFile;
@@ -107,12 +108,31 @@ Collected ReferenceTFRecords(const std::string& path, Compression compression, b
   return out;
 }
 
-ReadOptions SmallBlocks(size_t block_size, int depth) {
+// The block source under test, set by ReaderTest::SetUp (tests run one at a time).
+ReadMode g_mode = ReadMode::kRead;
+
+ReadOptions DefaultIo() {
   ReadOptions io;
-  io.block_size = block_size;
-  io.blocks_in_flight = depth;
+  io.mode = g_mode;
   return io;
 }
+
+// Small blocks, or small mmap windows (page-rounded), so that records straddle them.
+ReadOptions SmallBlocks(size_t block_size, int depth) {
+  ReadOptions io = DefaultIo();
+  io.block_size = block_size;
+  io.blocks_in_flight = depth;
+  io.mmap_window = block_size;
+  return io;
+}
+
+class ReaderTest : public BackendModeTest {
+ protected:
+  void SetUp() override {
+    BackendModeTest::SetUp();
+    g_mode = mode();
+  }
+};
 
 std::string WriteTFRecordFile(const std::string& name, const std::vector<std::string>& records,
                               Compression compression) {
@@ -144,7 +164,7 @@ std::string Payload(size_t size, uint32_t seed) {
   return s;
 }
 
-using TFRecordTest = BackendTest;
+using TFRecordTest = ReaderTest;
 
 TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
   const fs::path dir = SharedTFRecordDir();
@@ -194,7 +214,7 @@ TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
     options.compression = e.compression;
     // 4 KiB blocks make records straddle blocks; the default exercises the one-block path.
     const Collected want = ReferenceTFRecords(e.path.string(), e.compression);
-    for (const ReadOptions& io : {SmallBlocks(4096, 3), ReadOptions{}}) {
+    for (const ReadOptions& io : {SmallBlocks(4096, 3), DefaultIo()}) {
       // Sanitizer builds read the large files once, with the default blocks, to stay fast.
       if (kSanitizer && io.block_size == 4096 && fs::file_size(e.path) > 50'000) continue;
       Collected got = SyncWait(Collect(ReadTFRecords(reactor(), e.path.string(), options, io)));
@@ -232,7 +252,7 @@ TEST_P(TFRecordTest, SharedCorruptDataFileContinuesOrSkips) {
 
   TFRecordReaderOptions skip;
   skip.skip_corrupt_records = true;
-  Collected skipped = SyncWait(Collect(ReadTFRecords(reactor(), path, skip)));
+  Collected skipped = SyncWait(Collect(ReadTFRecords(reactor(), path, skip, DefaultIo())));
   EXPECT_TRUE(skipped.errors.empty());
   EXPECT_EQ(skipped.records, std::vector<std::string>{"bar"});
 }
@@ -279,7 +299,7 @@ TEST_P(TFRecordTest, LengthOverLimitIsNeverAllocated) {
   const std::string path = WriteTFRecordFile("toolong", {"ok", std::string(1000, 'x'), "after"}, Compression::kNone);
   TFRecordReaderOptions options;
   options.max_record_bytes = 100;
-  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options)));
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, DefaultIo())));
   EXPECT_EQ(got.records, std::vector<std::string>{"ok"});
   ASSERT_EQ(got.errors.size(), 1u);
   EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
@@ -308,13 +328,13 @@ TEST_P(TFRecordTest, CorruptGzipStream) {
 
 TEST_P(TFRecordTest, MissingFileAndDirectory) {
   const std::string missing = TempPath("does_not_exist.tfrecord");
-  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), missing)));
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), missing, {}, DefaultIo())));
   ASSERT_EQ(got.errors.size(), 1u);
   EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(got.errors[0].message(), HasSubstr(missing));
   EXPECT_TRUE(got.records.empty());
 
-  Collected dir = SyncWait(Collect(ReadTFRecords(reactor(), ::testing::TempDir())));
+  Collected dir = SyncWait(Collect(ReadTFRecords(reactor(), ::testing::TempDir(), {}, DefaultIo())));
   ASSERT_EQ(dir.errors.size(), 1u);
   EXPECT_THAT(dir.errors[0].message(), HasSubstr("directory"));
 }
@@ -323,7 +343,7 @@ TEST_P(TFRecordTest, UnreadableFileIsPermissionDenied) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
   const std::string path = WriteTFRecordFile("noperm", {"x"}, Compression::kNone);
   ASSERT_EQ(::chmod(path.c_str(), 0), 0);
-  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path)));
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, {}, DefaultIo())));
   ASSERT_EQ(got.errors.size(), 1u);
   EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(got.errors[0].message(), HasSubstr(path));
@@ -429,7 +449,46 @@ TEST_P(TFRecordTest, RandomBlockSizesAndDepthsMatchDecoder) {
   }
 }
 
-using TextLineTest = BackendTest;
+Task<std::vector<Record>> KeepAll(AsyncGenerator<absl::StatusOr<Record>> gen) {
+  std::vector<Record> kept;
+  for (;;) {
+    std::optional<absl::StatusOr<Record>> r = co_await gen.Next();
+    if (!r.has_value()) break;
+    EXPECT_TRUE(r->ok()) << r->status();
+    if (r->ok()) kept.push_back(std::move(**r));
+  }
+  co_return kept;  // `gen` (and with it the reader's own hold on its blocks) is destroyed here
+}
+
+TEST_P(TFRecordTest, ZeroCopyRecordsOutliveTheReader) {
+  std::vector<std::string> records;
+  for (uint32_t i = 0; i < 12; ++i) records.push_back(Payload(100 << 10, i));
+  const std::string path = WriteTFRecordFile("outlive", records, Compression::kNone);
+  // Windows of 256 KiB: some records lie inside one (views), others straddle two (copies).
+  std::vector<Record> kept =
+      SyncWait(KeepAll(ReadTFRecords(reactor(), path, {}, SmallBlocks(256 << 10, 2))));
+  ASSERT_EQ(kept.size(), records.size());
+  size_t views = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].str(), records[i]) << i;
+    if (kept[i].owner.get() != static_cast<const void*>(kept[i].data.data())) ++views;
+  }
+  EXPECT_GT(views, 0u);  // views pin their block (a mapping in the mmap mode) past the reader
+}
+
+TEST_P(TFRecordTest, EmptyAndTinyFiles) {
+  const std::string empty = WriteTFRecordFile("empty", {}, Compression::kNone);
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), empty, {}, DefaultIo())));
+  EXPECT_TRUE(got.errors.empty());
+  EXPECT_TRUE(got.records.empty());
+  const std::string tiny = WriteTFRecordFile("tiny", {"a", "", "bc"}, Compression::kNone);
+  got = SyncWait(Collect(ReadTFRecords(reactor(), tiny, {}, DefaultIo())));
+  EXPECT_TRUE(got.errors.empty());
+  EXPECT_EQ(got.records, (std::vector<std::string>{"a", "", "bc"}));
+  EXPECT_EQ(got.offsets, (std::vector<uint64_t>{0, 17, 33}));
+}
+
+using TextLineTest = ReaderTest;
 
 Collected ReadLines(Reactor& reactor, const std::string& name, const std::string& content, Compression c,
                     size_t block_size, int depth = 2) {
@@ -511,7 +570,7 @@ TEST_P(TextLineTest, CorruptGzipAndMissingFile) {
   EXPECT_EQ(missing.errors[0].code(), absl::StatusCode::kNotFound);
 }
 
-using FixedLengthTest = BackendTest;
+using FixedLengthTest = ReaderTest;
 
 TEST_P(FixedLengthTest, HeaderRecordsFooter) {
   std::string body;
@@ -597,12 +656,9 @@ TEST_P(TextLineTest, TextAndFixedLengthDestroyedMidStream) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TextLineTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
-                         BackendName);
-INSTANTIATE_TEST_SUITE_P(Backends, FixedLengthTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
-                         BackendName);
-INSTANTIATE_TEST_SUITE_P(Backends, TFRecordTest, ::testing::Values(IoBackend::kUring, IoBackend::kThreads),
-                         BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, TextLineTest, BackendModeValues(), BackendModeName);
+INSTANTIATE_TEST_SUITE_P(Backends, FixedLengthTest, BackendModeValues(), BackendModeName);
+INSTANTIATE_TEST_SUITE_P(Backends, TFRecordTest, BackendModeValues(), BackendModeName);
 
 }  // namespace
 }  // namespace sluice

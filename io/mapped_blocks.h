@@ -1,0 +1,31 @@
+// MapBlocks: the mmap path of ReadBlocks (sluice/sequential_reader.h has the contract both paths share).
+//
+// Contract: ShouldMap says whether ReadBlocks maps `file` (mode, no O_DIRECT, a non-empty regular file
+// whose first page the kernel agrees to map). MapBlocks then yields the file as windows of
+// options.mmap_window bytes (page-rounded), each Block owning its mapping; window k+1 is mapped and
+// prefaulted on the reactor's thread while the consumer holds window k. Errors (mmap refused later,
+// a file that shrank, cancellation) are the last element and name the path, the offset and the op.
+// The reactor must outlive the generator; destroying it joins the one mapping task in flight, so it must
+// not be destroyed on the reactor's thread (as for ReadBlocks).
+#ifndef SLUICE_IO_MAPPED_BLOCKS_H_
+#define SLUICE_IO_MAPPED_BLOCKS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sluice/async_generator.h"
+#include "sluice/file.h"
+#include "sluice/reactor.h"
+#include "sluice/sequential_reader.h"
+
+namespace sluice::io {
+
+bool ShouldMap(const File& file, const SequentialReadOptions& options);
+
+// `reactor` is not copied: it must outlive the generator.
+AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std::string path,
+                                                SequentialReadOptions options);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_MAPPED_BLOCKS_H_
