@@ -1,17 +1,23 @@
 #include "sluice/record_readers.h"
 
 #include <algorithm>
+#include <coroutine>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
+#include "sluice/async_event.h"
+#include "sluice/async_scope.h"
+#include "sluice/task.h"
 #include "sluice/thread_pool.h"
 
 namespace sluice {
@@ -117,12 +123,71 @@ AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string p
   }
 }
 
+// Blocks at least this large get their data CRCs checked on two threads (mmap windows are 32 MiB, read
+// blocks 1 MiB: splitting those would cost more in hand-offs than it saves).
+constexpr size_t kParallelCrcMinBlockBytes = size_t{4} << 20;
+
+// The second half of one block's records, checked on the reactor's thread.
+struct CrcCheck {
+  explicit CrcCheck(Executor* resume_on) : done(false, resume_on) {}
+  std::shared_ptr<const std::byte> keep;  // the block `records` point into
+  std::vector<io::FramedRecord> records;
+  uint64_t trusted_begin = 0;
+  uint64_t trusted_end = 0;
+  AsyncEvent done;
+};
+
+// Records smaller than this on average are not worth it: the per-record work (parsing, copying, the
+// consumer) dominates, not the CRC, and walking them costs what the split saves.
+constexpr size_t kParallelCrcMinAverageRecordBytes = 4096;
+
+// Finds the block's complete records from `first` on and gives the second half (by bytes) to `check`;
+// returns the block-relative split offset, or 0 when there is nothing worth splitting.
+size_t PlanCrcCheck(const Block& block, uint64_t first, uint64_t max_record_bytes, CrcCheck& check) {
+  const size_t max_records = block.data.size() / kParallelCrcMinAverageRecordBytes + 1;
+  std::vector<io::FramedRecord> records =
+      io::WalkTFRecords(block.data, block.offset, first, max_record_bytes, max_records);
+  if (records.size() < 2 || records.size() == max_records) return 0;
+  const uint64_t begin = records.front().offset;
+  const uint64_t end = records.back().offset + io::kTFRecordHeaderBytes + records.back().length +
+                       io::kTFRecordFooterBytes;
+  const uint64_t middle = begin + (end - begin) / 2;
+  size_t k = 1;
+  while (k + 1 < records.size() && records[k].offset < middle) ++k;
+  check.records.assign(records.begin() + static_cast<std::ptrdiff_t>(k), records.end());
+  check.trusted_begin = check.records.front().offset;
+  check.trusted_end = check.trusted_begin;  // nothing trusted until the check is done
+  check.keep = block.buffer;
+  check.done.Reset();
+  return static_cast<size_t>(check.trusted_begin - block.offset);
+}
+
+struct ResumeOn {
+  Executor* executor;
+  bool await_ready() const noexcept { return executor == nullptr; }
+  void await_suspend(std::coroutine_handle<> h) const { executor->Execute(h); }
+  void await_resume() const noexcept {}
+};
+
+Task<absl::Status> CheckOnReactor(Reactor* reactor, CrcCheck* check) {
+  ResumeOn hop{reactor};
+  co_await hop;
+  check->trusted_end = io::VerifyDataCrcs(check->records);
+  check->done.Set();  // last touch of *check
+  co_return absl::OkStatus();
+}
+
 }  // namespace
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
                                                      TFRecordReaderOptions options, ReadOptions io) {
   AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, options.compression));
   io::TFRecordDecoder decoder(options.compression, io::ParserOptionsFor(options, path));
+  Executor* resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();
+  // Declared after everything a check reads: destroyed (and so joined) first.
+  std::unique_ptr<CrcCheck> check;
+  AsyncScope checks;
+  bool parallel_crc = true;  // false once a check was abandoned (it may still run; the scope joins it)
   // The decoder repeats an unrecoverable error on every call: seeing the same error twice ends the stream.
   absl::Status last_error;
   for (;;) {
@@ -134,21 +199,48 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
       co_return;
     }
     const Block& current = **block;
-    decoder.Feed(current.data);
-    for (;;) {
-      absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
-      if (!next.ok()) {
-        if (next.status() == last_error) co_return;
-        last_error = next.status();
-        absl::StatusOr<Record> error = Failure(next.status());
-        co_yield std::move(error);
-        continue;
+    // Large uncompressed blocks (mmap windows): the data CRCs of the block's second half are checked on
+    // the reactor's thread while this one checks the first half as it decodes.
+    std::span<const std::byte> parts[2] = {current.data, {}};
+    if (parallel_crc && options.verify_crc && current.data.size() >= kParallelCrcMinBlockBytes) {
+      if (io::TFRecordParser* parser = decoder.uncompressed_parser()) {
+        if (std::optional<uint64_t> first = parser->NextUnstartedRecord()) {
+          if (check == nullptr) check = std::make_unique<CrcCheck>(resume_on);
+          if (size_t split = PlanCrcCheck(current, *first, options.max_record_bytes, *check); split != 0) {
+            parts[0] = current.data.first(split);
+            parts[1] = current.data.subspan(split);
+            checks.Spawn(CheckOnReactor(&reactor, check.get()));
+          }
+        }
       }
-      if (!next->has_value()) break;
-      last_error = absl::OkStatus();
-      absl::StatusOr<Record> out =
-          MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
-      co_yield std::move(out);
+    }
+    for (int part = 0; part < 2; ++part) {
+      if (part == 1) {
+        if (parts[1].empty()) break;
+        absl::Status waited = co_await check->done.Wait();
+        if (waited.ok()) {
+          decoder.uncompressed_parser()->TrustDataCrcs(check->trusted_begin, check->trusted_end);
+          check->keep.reset();
+        } else {
+          parallel_crc = false;  // cancelled: nothing is trusted and the parser checks the rest itself
+        }
+      }
+      decoder.Feed(parts[part]);
+      for (;;) {
+        absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
+        if (!next.ok()) {
+          if (next.status() == last_error) co_return;
+          last_error = next.status();
+          absl::StatusOr<Record> error = Failure(next.status());
+          co_yield std::move(error);
+          continue;
+        }
+        if (!next->has_value()) break;
+        last_error = absl::OkStatus();
+        absl::StatusOr<Record> out =
+            MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
+        co_yield std::move(out);
+      }
     }
   }
   absl::Status finished = decoder.Finish();

@@ -163,7 +163,8 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordParser::Next() {
     const uint64_t offset = record_start_;
     record_start_ += kTFRecordHeaderBytes + need;
     const size_t length = static_cast<size_t>(length_);
-    if (options_.verify_crc) {
+    const bool trusted = offset >= trusted_begin_ && record_start_ <= trusted_end_;
+    if (options_.verify_crc && !trusted) {
       const uint32_t stored = LoadLE32(body + length);
       const uint32_t computed = Crc32c(body, length);
       if (UnmaskCrc(stored) != computed) {
@@ -179,6 +180,41 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordParser::Next() {
     ++records_returned_;
     return TFRecordView{std::span<const std::byte>(body, length), offset};
   }
+}
+
+std::optional<uint64_t> TFRecordParser::NextUnstartedRecord() const {
+  if (!sticky_.ok() || !chunk_.empty()) return std::nullopt;
+  if (state_ == State::kBody) return record_start_ + kTFRecordHeaderBytes + length_ + kTFRecordFooterBytes;
+  if (header_fill_ != 0) return std::nullopt;
+  return record_start_;
+}
+
+std::vector<FramedRecord> WalkTFRecords(std::span<const std::byte> bytes, uint64_t bytes_offset, uint64_t first,
+                                        uint64_t max_record_bytes, size_t max_records) {
+  std::vector<FramedRecord> records;
+  if (first < bytes_offset) return records;
+  const uint64_t limit = std::min(max_record_bytes, kHardMaxRecordBytes);
+  uint64_t pos = first - bytes_offset;
+  while (records.size() < max_records && pos <= bytes.size() && bytes.size() - pos >= kTFRecordHeaderBytes) {
+    const std::byte* header = bytes.data() + pos;
+    const uint64_t length = LoadLE64(header);
+    if (UnmaskCrc(LoadLE32(header + 8)) != Crc32c(header, 8) || length > limit) break;
+    const uint64_t end = pos + kTFRecordHeaderBytes + length + kTFRecordFooterBytes;
+    if (end > bytes.size()) break;
+    const std::byte* data = header + kTFRecordHeaderBytes;
+    records.push_back({bytes_offset + pos, data, length, LoadLE32(data + length)});
+    pos = end;
+  }
+  return records;
+}
+
+uint64_t VerifyDataCrcs(std::span<const FramedRecord> records) {
+  for (const FramedRecord& r : records) {
+    if (UnmaskCrc(r.stored_crc) != Crc32c(r.data, static_cast<size_t>(r.length))) return r.offset;
+  }
+  if (records.empty()) return 0;
+  const FramedRecord& last = records.back();
+  return last.offset + kTFRecordHeaderBytes + last.length + kTFRecordFooterBytes;
 }
 
 absl::Status TFRecordParser::Finish() {

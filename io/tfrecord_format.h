@@ -51,6 +51,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -114,6 +115,16 @@ class TFRecordParser {
 
   // Offset of the first byte not yet returned as part of a record (the next record's header).
   uint64_t record_start() const { return record_start_; }
+  // Once the fed chunk is consumed: the offset where the next record that has not begun yet starts (after
+  // the record whose body is partly buffered, if any); nullopt while a header is partly assembled or after
+  // an unrecoverable error.
+  std::optional<uint64_t> NextUnstartedRecord() const;
+  // Records that start at or after `begin` and end at or before `end` have data CRCs already checked by
+  // the caller (in parallel, see ReadTFRecords), so Next() does not recompute them. Replaces the last call.
+  void TrustDataCrcs(uint64_t begin, uint64_t end) {
+    trusted_begin_ = begin;
+    trusted_end_ = end;
+  }
   uint64_t records_returned() const { return records_returned_; }
   uint64_t skipped_records() const { return skipped_records_; }
   const TFRecordParserOptions& options() const { return options_; }
@@ -137,8 +148,29 @@ class TFRecordParser {
   uint64_t record_start_ = 0;
   uint64_t records_returned_ = 0;
   uint64_t skipped_records_ = 0;
+  uint64_t trusted_begin_ = 0;
+  uint64_t trusted_end_ = 0;
   absl::Status sticky_;
 };
+
+// One complete record found by WalkTFRecords: header at `offset`, `length` data bytes at `data`, and the
+// data CRC as stored (masked).
+struct FramedRecord {
+  uint64_t offset = 0;
+  const std::byte* data = nullptr;
+  uint64_t length = 0;
+  uint32_t stored_crc = 0;
+};
+
+// The complete records of `bytes` (which start at stream offset `bytes_offset`), from the record header at
+// stream offset `first` on, following the lengths: it stops before the first record that is cut off by
+// the end of `bytes`, has a bad length CRC or a length over `max_record_bytes`, or after `max_records`.
+// Data CRCs are not checked.
+std::vector<FramedRecord> WalkTFRecords(std::span<const std::byte> bytes, uint64_t bytes_offset, uint64_t first,
+                                        uint64_t max_record_bytes, size_t max_records);
+// The records of `records` whose data CRC matches, from the first on, until the first that does not:
+// returns the stream offset where trust ends (the bad record's header, or the end of the last record).
+uint64_t VerifyDataCrcs(std::span<const FramedRecord> records);
 
 class TFRecordDecoder {
  public:
@@ -149,6 +181,8 @@ class TFRecordDecoder {
   absl::Status Finish();
 
   const TFRecordParser& parser() const { return parser_; }
+  // The parser of an uncompressed stream (whose offsets are the file's), else nullptr.
+  TFRecordParser* uncompressed_parser() { return inflater_ ? nullptr : &parser_; }
   Compression compression() const { return compression_; }
 
  private:

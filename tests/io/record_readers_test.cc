@@ -280,6 +280,65 @@ TEST_P(TFRecordTest, GeneratedRecordsAcrossBlockBoundaries) {
   }
 }
 
+// Blocks of 4 MiB and more have the data CRCs of their second half checked on the reactor's thread;
+// the elements, offsets and errors must be exactly those of the synchronous decoder.
+TEST_P(TFRecordTest, LargeBlocksCheckCrcsInParallelWithTheSameResults) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 70; ++i) records.push_back(Payload(i % 7 == 3 ? 5000 : 150'000 + 37 * i, 1000 + i));
+  const std::string path = WriteTFRecordFile("parallel_crc", records, Compression::kNone);
+  std::string bytes = ReadWholeFile(path);
+  std::vector<uint64_t> offsets = ReferenceTFRecords(path, Compression::kNone).offsets;
+  ASSERT_EQ(offsets.size(), records.size());
+  // Bad data in records early and late in the first 4 MiB window, in one straddling two windows, and in
+  // the last record.
+  std::vector<size_t> corrupt = {2, 20, 24, 25, 69};
+  for (size_t k : corrupt) bytes[offsets[k] + 12 + records[k].size() / 2] ^= 0x5a;
+  WriteFile(path, bytes);
+  ReadOptions io = DefaultIo();
+  io.block_size = size_t{4} << 20;
+  io.mmap_window = size_t{4} << 20;
+  for (bool skip : {false, true}) {
+    TFRecordReaderOptions options;
+    options.skip_corrupt_records = skip;
+    Collected want = ReferenceTFRecords(path, Compression::kNone, skip);
+    Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
+    EXPECT_EQ(got.records.size(), records.size() - corrupt.size());
+    EXPECT_TRUE(got.records == want.records);  // not EXPECT_EQ: it would print megabytes
+    EXPECT_EQ(got.offsets, want.offsets);
+    EXPECT_EQ(got.errors, want.errors);
+    EXPECT_EQ(got.error_positions, want.error_positions);
+    EXPECT_EQ(got.errors.size(), skip ? 0u : corrupt.size());
+  }
+  // A bad length CRC late in a window ends the file there, after every record before it.
+  bytes[offsets[22] + 9] ^= 0x40;
+  WriteFile(path, bytes);
+  Collected want = ReferenceTFRecords(path, Compression::kNone);
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, {}, io)));
+  EXPECT_TRUE(got.records == want.records);
+  EXPECT_EQ(got.errors, want.errors);
+  ASSERT_FALSE(got.errors.empty());
+  EXPECT_THAT(got.errors.back().message(), HasSubstr(absl::StrCat("corrupted record at offset ", offsets[22])));
+}
+
+// Destroying the reader while the reactor may still be checking a block's second half.
+TEST_P(TFRecordTest, LargeBlocksDestroyedMidCheck) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 60; ++i) records.push_back(Payload(200'000, 2000 + i));
+  const std::string path = WriteTFRecordFile("parallel_crc_destroy", records, Compression::kNone);
+  ReadOptions io = DefaultIo();
+  io.block_size = size_t{4} << 20;
+  io.mmap_window = size_t{4} << 20;
+  auto take = [](AsyncGenerator<absl::StatusOr<Record>> gen, size_t n) -> Task<size_t> {
+    size_t ok = 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::optional<absl::StatusOr<Record>> r = co_await gen.Next();
+      if (r.has_value() && r->ok()) ++ok;
+    }
+    co_return ok;  // `gen` is destroyed here, mid-stream
+  };
+  for (size_t n : {1, 3, 11, 25}) EXPECT_EQ(SyncWait(take(ReadTFRecords(reactor(), path, {}, io), n)), n);
+}
+
 TEST_P(TFRecordTest, BadLengthCrcEndsTheFile) {
   const std::string path = WriteTFRecordFile("badlen", {"first", "second", "third"}, Compression::kNone);
   std::string bytes = ReadWholeFile(path);

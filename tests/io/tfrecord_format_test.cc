@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -376,6 +377,64 @@ void CheckSane(const ParseResult& r, size_t input_size) {
   if (!r.finish.ok()) {
     EXPECT_EQ(r.finish.code(), absl::StatusCode::kDataLoss) << r.finish;
   }
+}
+
+TEST(TFRecordFormatTest, WalkFindsCompleteRecordsAndStopsAtBadFraming) {
+  std::string bytes;
+  for (const char* r : {"alpha", "", "gamma!"}) AppendTFRecord(absl::string_view(r), &bytes);
+  const std::span<const std::byte> all = AsBytes(bytes);
+  std::vector<FramedRecord> walked = WalkTFRecords(all, 1000, 1000, kDefaultMaxRecordBytes, 100);
+  ASSERT_EQ(walked.size(), 3u);
+  EXPECT_EQ(walked[1].offset, 1000u + 21);
+  EXPECT_EQ(walked[2].length, 6u);
+  EXPECT_EQ(VerifyDataCrcs(walked), 1000u + bytes.size());
+  // From the second record; a cut-off last record; a record cap; a start before the bytes.
+  EXPECT_EQ(WalkTFRecords(all, 1000, 1021, kDefaultMaxRecordBytes, 100).size(), 2u);
+  EXPECT_EQ(WalkTFRecords(all.first(bytes.size() - 1), 1000, 1000, kDefaultMaxRecordBytes, 100).size(), 2u);
+  EXPECT_EQ(WalkTFRecords(all, 1000, 1000, kDefaultMaxRecordBytes, 1).size(), 1u);
+  EXPECT_TRUE(WalkTFRecords(all, 1000, 999, kDefaultMaxRecordBytes, 100).empty());
+  EXPECT_EQ(WalkTFRecords(all, 1000, 1000, 5, 100).size(), 2u);  // "gamma!" is over the limit
+  std::string bad_length = bytes;
+  bad_length[21 + 9] ^= 1;
+  EXPECT_EQ(WalkTFRecords(AsBytes(bad_length), 0, 0, kDefaultMaxRecordBytes, 100).size(), 1u);
+  // A bad data CRC ends the trusted range at that record's header.
+  std::string bad_data = bytes;
+  bad_data[37 + 12] ^= 1;
+  EXPECT_EQ(VerifyDataCrcs(WalkTFRecords(AsBytes(bad_data), 0, 0, kDefaultMaxRecordBytes, 100)), 37u);
+}
+
+TEST(TFRecordFormatTest, TrustedRecordsSkipTheDataCrcOnlyInsideTheRange) {
+  std::string bytes;
+  for (const char* r : {"one", "two", "three"}) AppendTFRecord(absl::string_view(r), &bytes);
+  bytes[12] ^= 1;       // data of "one" (offset 0)
+  bytes[19 + 12] ^= 1;  // data of "two" (offset 19)
+  TFRecordParser parser;
+  parser.TrustDataCrcs(19, 38);  // only "two" is trusted
+  parser.Feed(AsBytes(bytes));
+  EXPECT_EQ(parser.NextUnstartedRecord(), std::nullopt);  // the chunk is not consumed yet
+  absl::StatusOr<std::optional<TFRecordView>> first = parser.Next();
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kDataLoss);
+  absl::StatusOr<std::optional<TFRecordView>> second = parser.Next();
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ((*second)->offset, 19u);
+  absl::StatusOr<std::optional<TFRecordView>> third = parser.Next();
+  ASSERT_TRUE(third.ok() && third->has_value());
+  EXPECT_EQ((*third)->str(), "three");
+  EXPECT_EQ(*parser.Next(), std::nullopt);
+  EXPECT_EQ(parser.NextUnstartedRecord(), bytes.size());
+}
+
+TEST(TFRecordFormatTest, NextUnstartedRecordAfterAPartialRecord) {
+  std::string bytes;
+  AppendTFRecord(absl::string_view("0123456789"), &bytes);
+  TFRecordParser parser;
+  parser.Feed(AsBytes(bytes).first(15));  // header and 3 data bytes
+  EXPECT_EQ(*parser.Next(), std::nullopt);
+  EXPECT_EQ(parser.NextUnstartedRecord(), bytes.size());
+  TFRecordParser header_only;
+  header_only.Feed(AsBytes(bytes).first(5));  // part of the header
+  EXPECT_EQ(*header_only.Next(), std::nullopt);
+  EXPECT_EQ(header_only.NextUnstartedRecord(), std::nullopt);
 }
 
 TEST(TFRecordFormatTest, FuzzRandomGarbage) {
