@@ -68,8 +68,8 @@ inline constexpr int kDefaultBlocksInFlight = 2;
 inline constexpr size_t kDefaultMmapWindow = size_t{32} << 20;
 
 enum class ReadMode {
-  kAuto,  // kMmap: a third less CPU, faster cold and with the cores busy; slower on an idle machine,
-          // where a free core does the read path's copy in parallel (docs/io.md, "Scan throughput")
+  kAuto,  // kMmap: no page-cache copy (a third less CPU), faster cold, with the cores busy and, with
+          // ReadTFRecords' parallel CRC check, idle too (docs/io.md, "Scan throughput")
   kRead,  // read(2) / io_uring reads into pooled buffers
   kMmap,  // mmap windows where the file allows (see the contract), else kRead
 };
