@@ -16,6 +16,9 @@
 // - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
 //   (f cannot be interrupted) and for every worker, then frees the buffers. A consumer's WaitReady()
 //   observes its stop token.
+// - Caller runs: a consumer whose next result is not ready runs an unstarted input element itself (on
+//   its own thread, as a worker would) while the buffer has room and the input is ready, so parallelism
+//   n uses n workers plus the consumer; order and exactly-once hold as above.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
