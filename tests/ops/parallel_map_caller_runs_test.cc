@@ -1,6 +1,6 @@
-// Parallel Map's caller-runs path: a consumer that finds its next result not ready runs an unstarted
-// input element itself. The workers here block until the consumer's thread has run f at least once, so
-// each test forces that path (and fails after a bounded wait if the consumer never runs f).
+// Parallel Map's caller-runs path (kAutotune): a consumer that finds its next result not ready runs an
+// unstarted input element itself. The workers here block until the consumer's thread has run f at least
+// once, so each test forces that path (and fails after a bounded wait if the consumer never runs f).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,8 +27,8 @@ namespace {
 using test_ops::Collect;
 
 // Waits (bounded: a broken caller-runs path fails the test instead of hanging it) until `flag` is set.
-void AwaitFlag(const std::atomic<bool>& flag) {
-  for (int i = 0; i < 2000 && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+void AwaitFlag(const std::atomic<bool>& flag, int max_ms = 2000) {
+  for (int i = 0; i < max_ms && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 // f for the tests: on `consumer` (the test's thread, where the first WaitReady runs) it marks that the
@@ -37,31 +37,33 @@ struct GatedFn {
   std::thread::id consumer;
   std::atomic<bool>* consumer_ran;
   std::atomic<int64_t>* on_consumer;
+  int max_wait_ms = 2000;
   int64_t operator()(int64_t x) const {
     if (std::this_thread::get_id() == consumer) {
       on_consumer->fetch_add(1);
       consumer_ran->store(true);
     } else {
-      AwaitFlag(*consumer_ran);
+      AwaitFlag(*consumer_ran, max_wait_ms);
     }
     return x * 2;
   }
 };
 
 TEST(ParallelMapCallerRunsTest, DeterministicOrderWhenTheConsumerComputes) {
-  for (int64_t calls : {2, 4}) {
+  for (int threads : {1, 2, 4}) {
     std::atomic<bool> consumer_ran{false};
     std::atomic<int64_t> on_consumer{0};
     Options options;
-    options.thread_pool_size = 2;
+    options.thread_pool_size = threads;
     std::vector<absl::StatusOr<int64_t>> got = Collect(
-        Range(200).Map(GatedFn{std::this_thread::get_id(), &consumer_ran, &on_consumer}, calls, true), options);
+        Range(200).Map(GatedFn{std::this_thread::get_id(), &consumer_ran, &on_consumer}, kAutotune, true),
+        options);
     ASSERT_EQ(got.size(), 200u);
     for (int64_t i = 0; i < 200; ++i) {
       ASSERT_TRUE(got[i].ok()) << got[i].status();
-      EXPECT_EQ(*got[i], 2 * i) << calls;
+      EXPECT_EQ(*got[i], 2 * i) << threads;
     }
-    EXPECT_GE(on_consumer.load(), 1) << calls;
+    EXPECT_GE(on_consumer.load(), 1) << threads;
   }
 }
 
@@ -71,7 +73,8 @@ TEST(ParallelMapCallerRunsTest, NondeterministicReturnsEveryElementOnce) {
   Options options;
   options.thread_pool_size = 2;
   std::vector<absl::StatusOr<int64_t>> got = Collect(
-      Range(300).Map(GatedFn{std::this_thread::get_id(), &consumer_ran, &on_consumer}, 3, false), options);
+      Range(300).Map(GatedFn{std::this_thread::get_id(), &consumer_ran, &on_consumer}, kAutotune, false),
+      options);
   std::vector<int64_t> values;
   for (const absl::StatusOr<int64_t>& x : got) {
     ASSERT_TRUE(x.ok()) << x.status();
@@ -98,7 +101,7 @@ TEST(ParallelMapCallerRunsTest, ErrorsOnTheConsumerNameOpAndIndex) {
     };
     Options options;
     options.thread_pool_size = 2;
-    std::vector<absl::StatusOr<int64_t>> got = Collect(Range(50).Map(f, 2, deterministic), options);
+    std::vector<absl::StatusOr<int64_t>> got = Collect(Range(50).Map(f, kAutotune, deterministic), options);
     ASSERT_EQ(got.size(), 50u);
     int errors = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -151,7 +154,7 @@ TEST(ParallelMapCallerRunsTest, CancelAndDestroyWhileTheConsumerComputes) {
     {
       Options options;
       options.thread_pool_size = 2;
-      Iterator<int64_t> it = Range(1000).Map(f, 2, deterministic).MakeIterator(options);
+      Iterator<int64_t> it = Range(1000).Map(f, kAutotune, deterministic).MakeIterator(options);
       std::thread canceller([&] {
         AwaitFlag(consumer_in_f);
         stop.request_stop();
@@ -168,6 +171,21 @@ TEST(ParallelMapCallerRunsTest, CancelAndDestroyWhileTheConsumerComputes) {
     int64_t after = started.load();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(started.load(), after);
+  }
+}
+
+// A number the user chose bounds the calls at once: the consumer never runs f itself (the workers' bounded
+// wait for it only delays them).
+TEST(ParallelMapCallerRunsTest, FixedParallelismNeverRunsOnTheConsumer) {
+  for (bool deterministic : {true, false}) {
+    std::atomic<bool> consumer_ran{false};
+    std::atomic<int64_t> on_consumer{0};
+    Options options;
+    options.thread_pool_size = 2;
+    GatedFn f{std::this_thread::get_id(), &consumer_ran, &on_consumer, /*max_wait_ms=*/20};
+    std::vector<absl::StatusOr<int64_t>> got = Collect(Range(6).Map(f, 2, deterministic), options);
+    EXPECT_EQ(got.size(), 6u);
+    EXPECT_EQ(on_consumer.load(), 0) << deterministic;
   }
 }
 

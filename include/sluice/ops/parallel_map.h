@@ -3,7 +3,8 @@
 //
 // Contract (ParallelMapNode / Dataset::Map(f, num_parallel_calls, deterministic)):
 // - Elements: f(x) for each input element x. f runs on the iterator's pool, at most num_parallel_calls
-//   calls at once; f must be safe to call concurrently (it is one object shared by the workers).
+//   calls at once (kAutotune: also on the consumer's thread, see caller runs); f must be safe to call
+//   concurrently (it is one object shared by the workers).
 // - Order: deterministic=true returns the results in input order; false returns them in completion
 //   order (whatever finished first), which keeps a slow element from holding back the others.
 //   deterministic unset = Options::deterministic.
@@ -16,9 +17,10 @@
 // - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
 //   (f cannot be interrupted) and for every worker, then frees the buffers. A consumer's WaitReady()
 //   observes its stop token.
-// - Caller runs: a consumer whose next result is not ready runs an unstarted input element itself (on
-//   its own thread, as a worker would) while the buffer has room and the input is ready, so parallelism
-//   n uses n workers plus the consumer; order and exactly-once hold as above.
+// - Caller runs (kAutotune only; a number the user chose stays the bound on concurrent calls): a consumer
+//   whose next result is not ready runs an unstarted input element itself (on its own thread, as a
+//   worker would) while the buffer has room and the input is ready, so a tuned parallelism n uses n
+//   workers plus the consumer; order and exactly-once hold as above.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
@@ -114,9 +116,10 @@ inline void ResumeAllOn(ThreadPool* pool, std::vector<std::coroutine_handle<>>* 
 template <class T, class U, class Fn>
 class ParallelMapStream final : public Stream<U>, public Tunable {
  public:
-  // `tuner` (may be null) samples this stream and calls SetParallelism while it runs.
+  // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
+  // consumer runs elements itself while it would otherwise wait (see the file comment).
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
-                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr)
+                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -127,7 +130,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         target_(std::clamp(parallelism, 1, max_parallelism_)),
         ring_(deterministic ? capacity_ : 0),
         ready_(/*initially_set=*/false, pool),
-        tuner_(tuner) {}
+        tuner_(tuner),
+        caller_runs_(caller_runs) {}
 
   ~ParallelMapStream() override {
     BeginShutdown();
@@ -428,7 +432,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   static Task<void> Wait(ParallelMapStream* s) {
     std::stop_token stop = co_await CurrentStopToken();
-    bool may_run = true;
+    bool may_run = s->caller_runs_;
     for (;;) {
       Turn turn = Turn::kWait;
       {
@@ -496,6 +500,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   bool spawn_closed_ = false;
   AsyncEvent ready_;
   Tuner* tuner_;
+  const bool caller_runs_;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -539,9 +544,10 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     int initial = num_parallel_calls_ == kAutotune ? 1 : static_cast<int>(num_parallel_calls_);
     int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
-    Tuner* tuner = num_parallel_calls_ == kAutotune ? TunerFor(*context) : nullptr;
+    const bool tuned = num_parallel_calls_ == kAutotune;
+    Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
     return std::make_unique<S>(input_->MakeStream(context), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
-                               max_parallelism, deterministic, tuner);
+                               max_parallelism, deterministic, tuner, /*caller_runs=*/tuned);
   }
 
  private:
