@@ -82,10 +82,14 @@ TEST(ParallelMapTest, NondeterministicIsAPermutation) {
 
 // With deterministic=false a slow element does not hold back the ones after it.
 TEST(ParallelMapTest, NondeterministicReturnsInCompletionOrder) {
-  std::atomic<bool> release{false};
-  auto f = [&release](int64_t x) {
+  // Element 0 finishes only after five others have (bounded wait); whoever computes it (a worker, or the
+  // consumer itself when it runs an element), at least three of those are stored before it.
+  std::atomic<int64_t> others{0};
+  auto f = [&others](int64_t x) {
     if (x == 0) {
-      for (int i = 0; i < 2000 && !release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (int i = 0; i < 2000 && others.load() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      others.fetch_add(1);
     }
     return x;
   };
@@ -94,8 +98,7 @@ TEST(ParallelMapTest, NondeterministicReturnsInCompletionOrder) {
   Iterator<int64_t> it = Range(10).Map(f, 2, false).MakeIterator(options);
   absl::StatusOr<std::optional<int64_t>> first = it.NextBlocking();
   ASSERT_TRUE(first.ok() && first->has_value());
-  EXPECT_NE(**first, 0);  // element 0 is still blocked in f
-  release = true;
+  EXPECT_NE(**first, 0);  // element 0 completed after others
   std::vector<int64_t> rest = {**first};
   for (int i = 0; i < 20; ++i) {
     absl::StatusOr<std::optional<int64_t>> x = it.NextBlocking();

@@ -3,7 +3,8 @@
 //
 // Contract (ParallelMapNode / Dataset::Map(f, num_parallel_calls, deterministic)):
 // - Elements: f(x) for each input element x. f runs on the iterator's pool, at most num_parallel_calls
-//   calls at once; f must be safe to call concurrently (it is one object shared by the workers).
+//   calls at once (kAutotune: also on the consumer's thread, see caller runs); f must be safe to call
+//   concurrently (it is one object shared by the workers).
 // - Order: deterministic=true returns the results in input order; false returns them in completion
 //   order (whatever finished first), which keeps a slow element from holding back the others.
 //   deterministic unset = Options::deterministic.
@@ -16,6 +17,10 @@
 // - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
 //   (f cannot be interrupted) and for every worker, then frees the buffers. A consumer's WaitReady()
 //   observes its stop token.
+// - Caller runs (kAutotune only; a number the user chose stays the bound on concurrent calls): a consumer
+//   whose next result is not ready runs an unstarted input element itself (on its own thread, as a
+//   worker would) while the buffer has room and the input is ready, so a tuned parallelism n uses n
+//   workers plus the consumer; order and exactly-once hold as above.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
@@ -38,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,9 +116,10 @@ inline void ResumeAllOn(ThreadPool* pool, std::vector<std::coroutine_handle<>>* 
 template <class T, class U, class Fn>
 class ParallelMapStream final : public Stream<U>, public Tunable {
  public:
-  // `tuner` (may be null) samples this stream and calls SetParallelism while it runs.
+  // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
+  // consumer runs elements itself while it would otherwise wait (see the file comment).
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
-                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr)
+                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -123,7 +130,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         target_(std::clamp(parallelism, 1, max_parallelism_)),
         ring_(deterministic ? capacity_ : 0),
         ready_(/*initially_set=*/false, pool),
-        tuner_(tuner) {}
+        tuner_(tuner),
+        caller_runs_(caller_runs) {}
 
   ~ParallelMapStream() override {
     BeginShutdown();
@@ -274,7 +282,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   }
 
   // The input ended: every worker exits, and the consumer sees the end once the rest is returned.
-  void FinishInput() {
+  // `worker`: called by a worker, which then exits (the consumer may find the end too).
+  void FinishInput(bool worker) {
     std::vector<std::coroutine_handle<>> wake;
     bool set = false;
     {
@@ -282,7 +291,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       input_done_ = true;
       --outstanding_;
       --in_flight_;
-      --running_;
+      if (worker) --running_;
       parked_.TakeAll(&wake);
       set = consumer_waiting_ && ReadyLocked();
       if (set) consumer_waiting_ = false;
@@ -322,6 +331,35 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     return set;
   }
 
+  enum class Pulled : uint8_t { kBusy, kPending, kEnd, kReady };
+
+  // Holding a reservation: pulls one input element. Only one puller polls the input at a time, and none
+  // while another awaits the input's WaitReady (a stream has one consumer). `will_await`: on kPending the
+  // caller awaits the input (marked under the same lock, so no second puller polls meanwhile).
+  Pulled Pull(absl::StatusOr<T>* element, int64_t* index, bool will_await) {
+    std::lock_guard<std::mutex> in_lock(input_mu_);
+    if (input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
+    if (input_ended_) return Pulled::kEnd;
+    PollState state = input_->Poll(element);
+    if (state == PollState::kPending) {
+      if (will_await) input_awaiting_.store(true, std::memory_order_seq_cst);
+      return Pulled::kPending;
+    }
+    if (state == PollState::kEnd) {
+      input_ended_ = true;
+      return Pulled::kEnd;
+    }
+    *index = next_index_++;
+    return Pulled::kReady;
+  }
+
+  // True when it woke the consumer.
+  bool Compute(absl::StatusOr<T> element, int64_t index) {
+    if (!element.ok()) return Store(index, absl::StatusOr<U>(std::move(element).status()));
+    absl::StatusOr<U> result = fn_(std::move(*element), index);
+    return Store(index, std::move(result));
+  }
+
   static Task<void> Worker(ParallelMapStream* s) {
     co_await s->pool_->Schedule();
     absl::StatusOr<T> element;
@@ -333,68 +371,98 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         co_await park;
         continue;
       }
-      // Holding a reservation: pull one input element. Only one worker polls the input at a time, and
-      // none while another awaits the input's WaitReady (a stream has one consumer).
-      PollState state = PollState::kPending;
       int64_t index = 0;
-      bool busy = false;
-      {
-        std::lock_guard<std::mutex> in_lock(s->input_mu_);
-        if (s->input_awaiting_.load(std::memory_order_seq_cst)) {
-          busy = true;
-        } else if (s->input_ended_) {
-          state = PollState::kEnd;
-        } else {
-          state = s->input_->Poll(&element);
-          if (state == PollState::kPending) s->input_awaiting_.store(true, std::memory_order_seq_cst);
-          if (state == PollState::kEnd) s->input_ended_ = true;
-          if (state == PollState::kReady) index = s->next_index_++;
-        }
-      }
-      if (busy) {
+      Pulled pulled = s->Pull(&element, &index, /*will_await=*/true);
+      if (pulled == Pulled::kBusy) {
         s->Unreserve();
         ParkAwaiter<ParallelMapStream> park(s);
         co_await park;
         continue;
       }
-      if (state == PollState::kPending) {
+      if (pulled == Pulled::kPending) {
         // Not in flight while waiting: a consumer waiting for a run of results is woken meanwhile.
         s->Unreserve();
         co_await s->input_->WaitReady();  // cancelled through the scope's token at shutdown
         s->InputAwaited();
         continue;
       }
-      if (state == PollState::kEnd) {
-        s->FinishInput();
+      if (pulled == Pulled::kEnd) {
+        s->FinishInput(/*worker=*/true);
         co_return;
       }
-      bool woke = false;
-      if (element.ok()) {
-        absl::StatusOr<U> result = s->fn_(std::move(*element), index);
-        woke = s->Store(index, std::move(result));
-      } else {
-        woke = s->Store(index, absl::StatusOr<U>(std::move(element).status()));
-      }
+      bool woke = s->Compute(std::move(element), index);
       // The consumer was queued on this worker's pool queue; a worker loops without returning to the
       // pool, so let it run now rather than when the buffer fills and the workers park.
       if (woke) co_await s->pool_->Yield();
     }
   }
 
-  static Task<void> Wait(ParallelMapStream* s) {
-    {
-      std::lock_guard<std::mutex> lock(s->mu_);
-      if (s->ReadyLocked()) co_return;
-      // Reset under mu_: a worker that makes the stream ready later sees consumer_waiting_ and Sets
-      // after this, so the wake-up cannot be lost.
-      s->consumer_waiting_ = true;
-      s->ready_.Reset();
+  enum class Turn : uint8_t { kReady, kRun, kWait };
+
+  // The consumer's choice when the next result is not there: return (it is, or the end is), run one
+  // input element itself (caller runs: its thread would otherwise idle), or sleep until woken.
+  Turn ConsumerTurnLocked(bool may_run) {
+    bool head = deterministic_ ? ring_[consumed_ % capacity_].has_value() : !completed_.empty();
+    if (head || ReadyLocked()) return Turn::kReady;
+    if (may_run && !stopping_ && !input_done_ && outstanding_ < capacity_ &&
+        !input_awaiting_.load(std::memory_order_seq_cst)) {
+      ++outstanding_;
+      ++in_flight_;
+      return Turn::kRun;
     }
-    auto start = std::chrono::steady_clock::now();
-    absl::Status waited = co_await s->ready_.Wait();
-    (void)waited;  // cancelled: Poll simply reports pending again
-    s->AddConsumerWait(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    // Reset under mu_: a worker that makes the stream ready later sees consumer_waiting_ and Sets after
+    // this, so the wake-up cannot be lost.
+    consumer_waiting_ = true;
+    ready_.Reset();
+    return Turn::kWait;
+  }
+
+  // The consumer gives back a reservation it could not use; a worker parked on the full buffer meanwhile
+  // takes over (a worker, not the consumer, awaits the input).
+  void ConsumerUnreserve() {
+    std::coroutine_handle<> wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --outstanding_;
+      --in_flight_;
+      wake = parked_.TakeOne();
+    }
+    if (wake) pool_->Execute(wake);
+  }
+
+  static Task<void> Wait(ParallelMapStream* s) {
+    std::stop_token stop = co_await CurrentStopToken();
+    bool may_run = s->caller_runs_;
+    for (;;) {
+      Turn turn = Turn::kWait;
+      {
+        std::lock_guard<std::mutex> lock(s->mu_);
+        turn = s->ConsumerTurnLocked(may_run && !stop.stop_requested());
+      }
+      if (turn == Turn::kReady) co_return;
+      auto start = std::chrono::steady_clock::now();
+      if (turn == Turn::kWait) {
+        absl::Status waited = co_await s->ready_.Wait();
+        (void)waited;  // cancelled: Poll simply reports pending again
+      } else {
+        absl::StatusOr<T> element;
+        int64_t index = 0;
+        Pulled pulled = s->Pull(&element, &index, /*will_await=*/false);
+        if (pulled == Pulled::kReady) {
+          s->Compute(std::move(element), index);
+        } else if (pulled == Pulled::kEnd) {
+          s->FinishInput(/*worker=*/false);
+        } else {
+          s->ConsumerUnreserve();
+          may_run = false;  // the input is not ready: sleep until a worker brings results
+        }
+      }
+      // Time the consumer spent computing counts as waiting: it was starved of this op's results, and the
+      // tuner must see that more workers would help.
+      s->AddConsumerWait(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      if (turn == Turn::kWait) co_return;
+    }
   }
 
   // Declared first, destroyed last: workers use it until the scope is joined.
@@ -432,6 +500,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   bool spawn_closed_ = false;
   AsyncEvent ready_;
   Tuner* tuner_;
+  const bool caller_runs_;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -475,9 +544,10 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     int initial = num_parallel_calls_ == kAutotune ? 1 : static_cast<int>(num_parallel_calls_);
     int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
-    Tuner* tuner = num_parallel_calls_ == kAutotune ? TunerFor(*context) : nullptr;
+    const bool tuned = num_parallel_calls_ == kAutotune;
+    Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
     return std::make_unique<S>(input_->MakeStream(context), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
-                               max_parallelism, deterministic, tuner);
+                               max_parallelism, deterministic, tuner, /*caller_runs=*/tuned);
   }
 
  private:
