@@ -26,9 +26,11 @@ namespace {
 
 using test_ops::Collect;
 
-// Waits (bounded: a broken caller-runs path fails the test instead of hanging it) until `flag` is set.
-void AwaitFlag(const std::atomic<bool>& flag, int max_ms = 2000) {
+// Waits until `flag` is set, at most max_ms; then sets it, so that with a broken caller-runs path only the
+// first waiter pays the timeout and the test fails on its counters quickly instead of crawling.
+void AwaitFlag(std::atomic<bool>& flag, int max_ms = 2000) {
   for (int i = 0; i < max_ms && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  flag.store(true);
 }
 
 // f for the tests: on `consumer` (the test's thread, where the first WaitReady runs) it marks that the
