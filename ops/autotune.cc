@@ -1,5 +1,7 @@
 #include "sluice/autotune.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -28,14 +30,40 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     }
     return changes;
   }
-  int total = 0;
-  for (const Sample& s : samples) total += s.parallelism;
-  if (total >= config_.cpu_budget) return changes;
+  int cpu_total = 0;
+  int64_t ram_total = 0;
+  for (const Sample& s : samples) {
+    if (s.uses_cpu) {
+      cpu_total += s.parallelism;
+    } else {
+      ram_total += s.parallelism * s.unit_bytes;
+    }
+  }
+  const bool ram_limited = config_.ram_budget_bytes > 0;
+  if (ram_limited && ram_total > config_.ram_budget_bytes) {
+    // Elements grew past the budget: shrink the buffer holding the most bytes by one element.
+    size_t largest = samples.size();
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      if (s.uses_cpu || s.parallelism <= 1) continue;
+      if (largest == samples.size() ||
+          s.parallelism * s.unit_bytes > samples[largest].parallelism * samples[largest].unit_bytes) {
+        largest = i;
+      }
+    }
+    if (largest != samples.size()) {
+      changes.push_back(Change{largest, samples[largest].parallelism - 1});
+      ops_[largest].cooldown = config_.cooldown_periods;
+      return changes;
+    }
+  }
   bool found = false;
   size_t best = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& s = samples[i];
     if (ops_[i].cooldown > 0 || s.parallelism >= s.max_parallelism || s.wait_fraction < config_.min_wait) continue;
+    if (s.uses_cpu && cpu_total >= config_.cpu_budget) continue;
+    if (!s.uses_cpu && ram_limited && ram_total + s.unit_bytes > config_.ram_budget_bytes) continue;
     if (!found || s.wait_fraction > samples[best].wait_fraction) {
       best = i;
       found = true;
@@ -101,7 +129,8 @@ void Tuner::StepLocked(int64_t elapsed_ns) {
     double fraction = static_cast<double>(wait - e.last_wait_ns) / static_cast<double>(elapsed_ns);
     e.last_wait_ns = wait;
     samples.push_back(HillClimber::Sample{e.tunable->parallelism(), e.tunable->max_parallelism(),
-                                          std::clamp(fraction, 0.0, 1.0)});
+                                          std::clamp(fraction, 0.0, 1.0), e.tunable->uses_cpu(),
+                                          e.tunable->unit_bytes()});
   }
   for (const HillClimber::Change& change : climber_.Step(samples)) {
     entries_[change.index].tunable->SetParallelism(change.parallelism);
@@ -113,12 +142,21 @@ int CpuBudget(const IteratorContext& context) {
   return context.pool != nullptr ? context.pool->num_threads() : 1;
 }
 
+int64_t RamBudget(const IteratorContext& context) {
+  if (context.options.ram_budget_bytes > 0) return context.options.ram_budget_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return int64_t{1} << 30;
+  return static_cast<int64_t>(pages) * page_size / 2;
+}
+
 Tuner* TunerFor(const IteratorContext& context) {
   if (!context.options.autotune) return nullptr;
   std::lock_guard<std::mutex> lock(context.tuner_mu);
   if (context.tuner == nullptr) {
     Tuner::Config config;
     config.climber.cpu_budget = CpuBudget(context);
+    config.climber.ram_budget_bytes = RamBudget(context);
     context.tuner = std::make_shared<Tuner>(config);
   }
   return context.tuner.get();

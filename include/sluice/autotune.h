@@ -1,5 +1,5 @@
-// Autotuning of kAutotune parameters (parallel Map's num_parallel_calls, parallel Interleave's
-// num_parallel_calls): one Tuner per iterator, hill climbing on the consumer's wait. The model is
+// Autotuning of kAutotune parameters (parallel Map's and parallel Interleave's num_parallel_calls, and
+// Prefetch's buffer size): one Tuner per iterator, hill climbing on the consumer's wait. The model is
 // described in docs/autotune.md.
 //
 // Contract:
@@ -7,10 +7,14 @@
 //   when it is made and unregisters in its destructor; after Unregister returns the tuner never touches it.
 // - Every `period` the tuner's thread samples each tunable's cumulative consumer wait (the time the op's
 //   consumer spent in its WaitReady) and hands the samples to HillClimber::Step, which returns at most
-//   one change: raise the op whose consumer waited most by one unit of parallelism, keep the step if
-//   that op's wait fell by at least `min_gain`, otherwise undo it and leave the op alone for
-//   `cooldown_periods`. The sum of tuned parallelism stays within the CPU budget (Options::cpu_budget,
-//   else the pool's threads); RAM is bounded by each op's buffer (at most 2 elements per unit).
+//   one change: raise the op whose consumer waited most by one unit, keep the step if that op's wait
+//   fell by at least `min_gain`, otherwise undo it and leave the op alone for `cooldown_periods`.
+// - Budgets: a CPU tunable (parallelism) is raised only while the sum of CPU tunables' units is below the
+//   CPU budget (Options::cpu_budget, else the pool's threads). A RAM tunable (a buffer; a unit is one
+//   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
+//   within the RAM budget (Options::ram_budget_bytes, else half the machine's memory); when growing
+//   elements push that sum over the budget, the largest RAM tunable is lowered by one unit per period.
+//   Parallel ops' own buffers (2 elements per unit of parallelism) are not counted.
 // - Options::autotune = false: kAutotune becomes a fixed default (the CPU budget) and no tuner runs.
 // - Threading: Tuner is thread-safe; tunables' SetParallelism must be thread-safe. The tuner thread stops
 //   and joins in the destructor (the IteratorContext owns the tuner, so it dies after every stream).
@@ -49,6 +53,9 @@ class Tunable {
   virtual int max_parallelism() const = 0;
   virtual void SetParallelism(int n) = 0;  // thread-safe; clamps to [1, max_parallelism()]
   virtual BufferStats buffer_stats() const = 0;
+  // False for a buffer size, whose units cost memory (about unit_bytes() each) rather than threads.
+  virtual bool uses_cpu() const { return true; }
+  virtual int64_t unit_bytes() const { return 0; }
   // Total nanoseconds the op's consumer has waited for it (monotonic; added by the op's WaitReady).
   int64_t consumer_wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
   void AddConsumerWait(int64_t ns) { wait_ns_.fetch_add(ns, std::memory_order_relaxed); }
@@ -65,11 +72,14 @@ class HillClimber {
     double min_wait = 0.02;       // below this fraction of a period, an op is not worth raising
     double min_gain = 0.10;       // a raise must cut the op's wait fraction by this (relative) to stay
     int cooldown_periods = 50;    // how long a raise that did not pay is not retried
+    int64_t ram_budget_bytes = 0; // the sum of RAM tunables' units x unit_bytes; 0: RAM is not limited
   };
   struct Sample {
     int parallelism = 1;
     int max_parallelism = 1;
     double wait_fraction = 0;  // of the last period, the consumer's wait on this op
+    bool uses_cpu = true;      // false: a buffer, whose units cost unit_bytes each
+    int64_t unit_bytes = 0;
   };
   struct Change {
     size_t index = 0;
@@ -131,6 +141,8 @@ class Tuner {
 
 // The CPU budget of an iterator: Options::cpu_budget, else its pool's threads.
 int CpuBudget(const IteratorContext& context);
+// The RAM budget of an iterator's tuned buffers: Options::ram_budget_bytes, else half the machine's memory.
+int64_t RamBudget(const IteratorContext& context);
 
 // The iterator's tuner, made on first use (thread-safe). Null when Options::autotune is false.
 Tuner* TunerFor(const IteratorContext& context);

@@ -6,8 +6,10 @@
 //   with the caller).
 // - Order: FIFO per channel. Values are delivered in the order their pushes completed; waiting pushers
 //   and waiting poppers are served first come, first served.
-// - Backpressure: at most capacity() values are buffered; `co_await Push(v)` suspends (PushBlocking
-//   blocks) while the channel is full.
+// - Backpressure: at most limit() values are buffered; `co_await Push(v)` suspends (PushBlocking
+//   blocks) while the channel is full. limit() starts at capacity() and SetLimit(n) moves it within
+//   [1, capacity()] at run time (a tuned buffer): raising it lets waiting pushers in at once; lowering it
+//   below the values already buffered only makes pushes wait until pops bring the count under it.
 // - End: Close() is idempotent. After it, pushes fail with FailedPrecondition("channel closed") and
 //   waiting pushers are woken with that error (their values are dropped); pops keep draining what is
 //   buffered and then return std::nullopt (end of stream, not an error).
@@ -42,6 +44,7 @@
 #ifndef SLUICE_CHANNEL_H_
 #define SLUICE_CHANNEL_H_
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <memory>
@@ -64,6 +67,7 @@ class Channel {
   // inline on the thread that wakes them. It must outlive the channel.
   explicit Channel(size_t capacity, Executor* executor = nullptr)
       : capacity_(capacity == 0 ? 1 : capacity),
+        limit_(capacity_),
         slots_(std::make_unique<std::optional<T>[]>(capacity_)),
         executor_(executor) {}
   Channel(const Channel&) = delete;
@@ -145,7 +149,7 @@ class Channel {
   bool TryPush(T& value) {
     detail::WakeList wake;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_ || (count_ == capacity_ && poppers_.empty())) return false;
+    if (closed_ || (count_ >= limit_ && poppers_.empty())) return false;
     bool closed = false;
     bool done = TryPushLocked(value, &closed, wake);
     assert(done && !closed);
@@ -185,10 +189,28 @@ class Channel {
     return count_;
   }
   size_t capacity() const { return capacity_; }
+  size_t limit() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+  // Clamps n to [1, capacity()].
+  void SetLimit(size_t n) {
+    detail::WakeList wake;
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = std::clamp<size_t>(n, 1, capacity_);
+    while (count_ < limit_) {
+      detail::Waiter* w = pushers_.PopFront();
+      if (w == nullptr) break;
+      PushAwaiter* pusher = static_cast<PushAwaiter*>(w);
+      slots_[(head_ + count_) % capacity_].emplace(std::move(pusher->value_));
+      ++count_;
+      wake.Add(w);
+    }
+  }
 
  private:
-  // Invariants (under mutex_): poppers_ non-empty => count_ == 0; pushers_ non-empty => count_ ==
-  // capacity_. A push meeting a waiting pop hands its value over directly.
+  // Invariants (under mutex_): poppers_ non-empty => count_ == 0; pushers_ non-empty => count_ >=
+  // limit_. A push meeting a waiting pop hands its value over directly.
 
   // Completes a push of `value` (moving from it) unless the channel is full.
   bool TryPushLocked(T& value, bool* closed, detail::WakeList& wake) {
@@ -201,7 +223,7 @@ class Channel {
       wake.Add(w);
       return true;
     }
-    if (count_ == capacity_) return false;
+    if (count_ >= limit_) return false;
     slots_[(head_ + count_) % capacity_].emplace(std::move(value));
     ++count_;
     return true;
@@ -216,6 +238,7 @@ class Channel {
     head_ = (head_ + 1) % capacity_;
     --count_;
     // Space freed: the longest-waiting pusher's value takes it.
+    if (count_ >= limit_) return true;
     if (detail::Waiter* w = pushers_.PopFront()) {
       PushAwaiter* pusher = static_cast<PushAwaiter*>(w);
       slots_[(head_ + count_) % capacity_].emplace(std::move(pusher->value_));
@@ -226,6 +249,7 @@ class Channel {
   }
 
   const size_t capacity_;
+  size_t limit_;  // <= capacity_
   mutable std::mutex mutex_;
   std::unique_ptr<std::optional<T>[]> slots_;  // ring buffer: count_ values from head_
   size_t head_ = 0;

@@ -109,6 +109,42 @@ TEST(ChannelTest, TryPushTryPop) {
   EXPECT_EQ(ch.TryPop(), std::nullopt);
 }
 
+TEST(ChannelTest, LimitBoundsTheBufferAndRaisingItLetsWaitingPushersIn) {
+  Channel<int> ch(8);
+  EXPECT_EQ(ch.limit(), 8u);
+  ch.SetLimit(2);
+  ch.SetLimit(0);  // clamped to 1
+  EXPECT_EQ(ch.limit(), 1u);
+  ch.SetLimit(2);
+  int v = 1;
+  EXPECT_TRUE(ch.TryPush(v));
+  v = 2;
+  EXPECT_TRUE(ch.TryPush(v));
+  v = 3;
+  EXPECT_FALSE(ch.TryPush(v));  // at the limit, below the capacity
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    EXPECT_TRUE(ch.PushBlocking(3).ok());
+    pushed.store(true);
+  });
+  // Bounded wait until the producer is parked (its value cannot go in while the limit is 2).
+  for (int i = 0; i < 200 && ch.size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ch.SetLimit(3);  // the waiting pusher's value goes in now
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  EXPECT_EQ(ch.size(), 3u);
+  ch.SetLimit(1);  // below the count: nothing is dropped, pushes wait until pops bring it under
+  v = 4;
+  EXPECT_FALSE(ch.TryPush(v));
+  EXPECT_EQ(*ch.TryPop(), 1);
+  EXPECT_EQ(*ch.TryPop(), 2);
+  EXPECT_FALSE(ch.TryPush(v));
+  EXPECT_EQ(*ch.TryPop(), 3);
+  EXPECT_TRUE(ch.TryPush(v));
+  EXPECT_EQ(*ch.TryPop(), 4);
+  EXPECT_EQ(ch.capacity(), 8u);
+}
+
 TEST(ChannelTest, PendingPopIsWokenByPush) {
   Channel<int> ch(4);
   std::optional<absl::StatusOr<std::optional<int>>> out;

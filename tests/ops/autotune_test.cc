@@ -4,10 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "sluice/dataset.h"
+#include "sluice/thread_pool.h"
 
 namespace sluice {
 namespace {
@@ -77,6 +81,37 @@ TEST(HillClimberTest, RespectsBudgetMaximumAndMinimumWait) {
   HillClimber small(Budget(8));
   ASSERT_EQ(small.Step({{1, 4, 0.021}}).size(), 1u);
   EXPECT_TRUE(small.Step({{2, 4, 0.019}}).empty());
+}
+
+// Buffers (uses_cpu false) cost memory, not threads: they grow within the RAM budget, whatever the CPU.
+TEST(HillClimberTest, BuffersGrowWithinTheRamBudgetNotTheCpuBudget) {
+  HillClimber::Config config = Budget(1);
+  config.ram_budget_bytes = 1000;
+  HillClimber climber(config);
+  // The CPU op is at the CPU budget; the buffer (2 x 300 bytes) may take one more element (900 <= 1000).
+  std::vector<Change> changes = climber.Step({{1, 4, 0.9, true, 0}, {2, 64, 0.5, false, 300}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].index, 1u);
+  EXPECT_EQ(changes[0].parallelism, 3);
+  EXPECT_TRUE(climber.Step({{1, 4, 0.9, true, 0}, {3, 64, 0.2, false, 300}}).empty());  // paid
+  // A fourth element would need 1200 bytes: refused, and nothing else may grow.
+  EXPECT_TRUE(climber.Step({{1, 4, 0.9, true, 0}, {3, 64, 0.2, false, 300}}).empty());
+}
+
+TEST(HillClimberTest, ElementsGrowingPastTheRamBudgetShrinkTheLargestBuffer) {
+  HillClimber::Config config = Budget(4);
+  config.ram_budget_bytes = 1000;
+  HillClimber climber(config);
+  // 4 x 200 + 3 x 100 = 1100 bytes > 1000: the 800-byte buffer loses one element.
+  std::vector<Change> changes = climber.Step({{4, 64, 0.0, false, 200}, {3, 64, 0.5, false, 100}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].index, 0u);
+  EXPECT_EQ(changes[0].parallelism, 3);
+  // Without a RAM budget (0) buffers are limited only by their maximum.
+  HillClimber unlimited(Budget(1));
+  changes = unlimited.Step({{40, 64, 0.5, false, 1 << 20}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].parallelism, 41);
 }
 
 TEST(HillClimberTest, ClimbsToTheBudgetOnASteadyBottleneck) {
@@ -184,6 +219,54 @@ TEST(TunerTest, TunedPipelinesKeepTheirOrder) {
     return w;
   }();
   EXPECT_EQ(got, want);
+}
+
+// Prefetch(kAutotune) is a RAM tunable: while the tuner resizes it, elements and order are unchanged.
+TEST(TunerTest, TunedPrefetchKeepsOrderUnderASmallRamBudget) {
+  const int64_t n = 3000;
+  Options options;
+  options.thread_pool_size = 2;
+  options.ram_budget_bytes = 4096;
+  Iterator<std::string> it = Range(n)
+                                 .Map([](int64_t x) { return std::string(static_cast<size_t>(100 + x % 50), 'a'); })
+                                 .Prefetch(kAutotune)
+                                 .Map([](std::string s) {
+                                   Spin(static_cast<int64_t>(s.size()));
+                                   return s;
+                                 })
+                                 .MakeIterator(options);
+  int64_t count = 0;
+  for (absl::StatusOr<std::string> s : it) {
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(static_cast<int64_t>(s->size()), 100 + count % 50);
+    ++count;
+  }
+  EXPECT_EQ(count, n);
+}
+
+// The prefetch stream as the tuner sees it: a buffer whose unit is one element of about the size seen.
+TEST(TunerTest, PrefetchStreamIsABufferTunable) {
+  ThreadPool pool(2);
+  auto shared = std::make_shared<IteratorContext>();
+  shared->pool = &pool;
+  auto node = ops::MakePrefetch<std::string>(
+      Dataset<int64_t>(Range(100)).Map([](int64_t) { return std::string(1000, 'x'); }).node(), kAutotune);
+  std::unique_ptr<Stream<std::string>> stream = node->MakeStream(shared);
+  auto* tunable = dynamic_cast<Tunable*>(stream.get());
+  ASSERT_NE(tunable, nullptr);
+  EXPECT_FALSE(tunable->uses_cpu());
+  EXPECT_EQ(tunable->parallelism(), 2);
+  EXPECT_EQ(tunable->max_parallelism(), 64);
+  tunable->SetParallelism(5);
+  absl::StatusOr<std::string> first;
+  PollState state = stream->Poll(&first);  // starts the producer
+  for (int i = 0; i < 2000 && tunable->buffer_stats().size < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(tunable->buffer_stats().size, 5);  // filled to the raised limit, no further
+  EXPECT_EQ(tunable->buffer_stats().capacity, 5);
+  EXPECT_GE(tunable->unit_bytes(), 1000);
+  (void)state;
 }
 
 }  // namespace

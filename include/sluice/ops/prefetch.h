@@ -1,17 +1,27 @@
 // Prefetch(buffer_size): runs the input ahead of the consumer on the iterator's thread pool, holding up
-// to buffer_size elements; same elements, same order. buffer_size 0 is the input itself; kAutotune (-1)
-// currently means 2 (the tuner will own it); any other negative size is InvalidArgument.
+// to buffer_size elements; same elements, same order. buffer_size 0 is the input itself; any negative
+// size other than kAutotune is InvalidArgument.
+// kAutotune: the buffer starts at 2 elements and is a RAM tunable of the iterator's tuner (sluice/
+// autotune.h), which raises it (up to kMaxAutotunePrefetch) while its consumer waits and the raise pays,
+// within Options::ram_budget_bytes, judging element sizes by ApproxElementBytes (a running average of
+// what the producer saw). With Options::autotune false it stays 2.
 // Destroying the stream stops the producer and waits for it. Cardinality: the input's.
 #ifndef SLUICE_OPS_PREFETCH_H_
 #define SLUICE_OPS_PREFETCH_H_
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/async_scope.h"
+#include "sluice/autotune.h"
 #include "sluice/channel.h"
+#include "sluice/element_bytes.h"
 #include "sluice/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/thread_pool.h"
@@ -19,13 +29,23 @@
 namespace sluice::ops {
 
 inline constexpr int64_t kAutotune = -1;
+inline constexpr size_t kInitialAutotunePrefetch = 2;
+inline constexpr size_t kMaxAutotunePrefetch = 64;
 
 namespace detail_prefetch {
 
 // Pulls `input` on the pool and pushes into `buffer` until the input ends or the scope stops it. The
 // stream that owns all three joins this task before destroying them.
+// A running average of element sizes (1/8 weight to the newest), for the tuner's RAM budget.
+inline void NoteElementBytes(std::atomic<int64_t>* average, int64_t bytes) {
+  const int64_t old = average->load(std::memory_order_relaxed);
+  average->store(old == 0 ? bytes : old + (bytes - old) / 8, std::memory_order_relaxed);
+}
+
+// `element_bytes`: where to keep the average element size (nullptr: not tuned, not measured).
 template <class T>
-Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>>* buffer) {
+Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>>* buffer,
+                   std::atomic<int64_t>* element_bytes) {
   co_await pool->Schedule();
   std::stop_token stop = co_await CurrentStopToken();
   absl::StatusOr<T> element;
@@ -36,6 +56,7 @@ Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>
       co_await input->WaitReady();
       continue;
     }
+    if (element_bytes != nullptr) NoteElementBytes(element_bytes, ApproxElementBytes(element));
     absl::Status pushed = co_await buffer->Push(std::move(element));
     if (!pushed.ok()) break;  // closed or cancelled: the consumer is gone
   }
@@ -53,17 +74,27 @@ class PrefetchNode final : public Node<T> {
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    size_t capacity = buffer_size_ == kAutotune ? 2 : static_cast<size_t>(buffer_size_);
+    const bool autotune = buffer_size_ == kAutotune;
+    Tuner* tuner = autotune ? TunerFor(*context) : nullptr;
+    const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
+                            : autotune       ? kInitialAutotunePrefetch
+                                             : static_cast<size_t>(buffer_size_);
     ThreadPool* pool = context->pool;
-    return std::make_unique<PrefetchStream>(input_->MakeStream(std::move(context)), pool, capacity);
+    return std::make_unique<PrefetchStream>(input_->MakeStream(std::move(context)), pool, capacity, tuner);
   }
 
  private:
-  class PrefetchStream final : public Stream<T> {
+  class PrefetchStream final : public Stream<T>, public Tunable {
    public:
-    PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity)
-        : input_(std::move(input)), pool_(pool), buffer_(capacity) {}
+    PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner)
+        : input_(std::move(input)), pool_(pool), buffer_(capacity), tuned_(tuner != nullptr) {
+      if (tuned_) {
+        buffer_.SetLimit(kInitialAutotunePrefetch);
+        registration_.emplace(tuner, this);
+      }
+    }
     ~PrefetchStream() override {
+      registration_.reset();  // the tuner no longer calls in
       scope_.RequestStop();
       buffer_.Close();
       scope_.JoinBlocking();
@@ -71,7 +102,8 @@ class PrefetchNode final : public Node<T> {
     PollState Poll(absl::StatusOr<T>* out) override {
       if (!started_) {
         started_ = true;
-        scope_.Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_));
+        std::atomic<int64_t>* element_bytes = tuned_ ? &element_bytes_ : nullptr;
+        scope_.Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes));
       }
       if (waited_) {
         PollState state = *waited_ ? PollState::kReady : PollState::kEnd;
@@ -88,11 +120,28 @@ class PrefetchNode final : public Node<T> {
     }
     Task<void> WaitReady() override { return Wait(this); }
 
+    // Tunable (kAutotune only): a unit is one buffered element.
+    int parallelism() const override { return static_cast<int>(buffer_.limit()); }
+    int max_parallelism() const override { return static_cast<int>(buffer_.capacity()); }
+    void SetParallelism(int n) override { buffer_.SetLimit(static_cast<size_t>(std::max(n, 1))); }
+    BufferStats buffer_stats() const override {
+      return BufferStats{static_cast<int64_t>(buffer_.size()), static_cast<int64_t>(buffer_.limit())};
+    }
+    bool uses_cpu() const override { return false; }
+    int64_t unit_bytes() const override {
+      return std::max<int64_t>(element_bytes_.load(std::memory_order_relaxed), sizeof(absl::StatusOr<T>));
+    }
+
    private:
     static Task<void> Wait(PrefetchStream* self) {
+      const auto start = std::chrono::steady_clock::now();
       // Resume through the pool, never inline inside the producer's Push: a consumer that then
       // destroyed this stream would join a producer suspended beneath it on the same stack.
       absl::StatusOr<std::optional<absl::StatusOr<T>>> popped = co_await self->buffer_.Pop(self->pool_);
+      if (self->tuned_) {
+        self->AddConsumerWait(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      }
       if (!popped.ok()) co_return;  // cancelled: the consumer's stop; Poll reports pending again
       self->waited_ = std::move(*popped);
     }
@@ -105,7 +154,10 @@ class PrefetchNode final : public Node<T> {
     // Set by WaitReady: the popped element, or an empty optional at the end of the stream.
     std::optional<std::optional<absl::StatusOr<T>>> waited_;
     bool started_ = false;
+    const bool tuned_;
+    std::atomic<int64_t> element_bytes_{0};  // average, written by the producer
     AsyncScope scope_;
+    std::optional<TunerRegistration> registration_;
   };
 
   NodePtr<T> input_;
