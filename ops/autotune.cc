@@ -25,7 +25,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     const Sample& s = samples[trial_index_];
     bool paid = s.wait_fraction < config_.min_wait || s.wait_fraction <= trial_baseline_ * (1 - config_.min_gain);
     if (!paid) {
-      changes.push_back(Change{trial_index_, std::max(1, s.parallelism - 1)});
+      changes.push_back(Change{trial_index_, std::max(1, std::min(s.parallelism, trial_previous_))});
       ops_[trial_index_].cooldown = config_.cooldown_periods;
     }
     return changes;
@@ -70,10 +70,22 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     }
   }
   if (!found) return changes;
-  changes.push_back(Change{best, samples[best].parallelism + 1});
+  const Sample& chosen = samples[best];
+  int raised = chosen.parallelism + 1;
+  if (!chosen.uses_cpu) {
+    // A buffer doubles (a one-element step rarely changes the wait enough to be judged), as far as the
+    // RAM budget allows.
+    raised = std::min(chosen.max_parallelism, 2 * chosen.parallelism);
+    if (ram_limited && chosen.unit_bytes > 0) {
+      const int64_t room = (config_.ram_budget_bytes - ram_total) / chosen.unit_bytes;
+      raised = static_cast<int>(std::min<int64_t>(raised, chosen.parallelism + room));
+    }
+  }
+  changes.push_back(Change{best, raised});
   trial_ = true;
   trial_index_ = best;
-  trial_baseline_ = samples[best].wait_fraction;
+  trial_previous_ = chosen.parallelism;
+  trial_baseline_ = chosen.wait_fraction;
   return changes;
 }
 

@@ -7,8 +7,9 @@
 //   when it is made and unregisters in its destructor; after Unregister returns the tuner never touches it.
 // - Every `period` the tuner's thread samples each tunable's cumulative consumer wait (the time the op's
 //   consumer spent in its WaitReady) and hands the samples to HillClimber::Step, which returns at most
-//   one change: raise the op whose consumer waited most by one unit, keep the step if that op's wait
-//   fell by at least `min_gain`, otherwise undo it and leave the op alone for `cooldown_periods`.
+//   one change: raise the op whose consumer waited most (a worker tunable by one, a buffer to twice its
+//   size), keep the step if that op's wait fell by at least `min_gain`, otherwise undo it and leave the
+//   op alone for `cooldown_periods`.
 // - Budgets: a CPU tunable (parallelism) is raised only while the sum of CPU tunables' units is below the
 //   CPU budget (Options::cpu_budget, else the pool's threads). A RAM tunable (a buffer; a unit is one
 //   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
@@ -101,6 +102,7 @@ class HillClimber {
   // A raise on trial: which op, and its wait before the raise.
   bool trial_ = false;
   size_t trial_index_ = 0;
+  int trial_previous_ = 1;
   double trial_baseline_ = 0;
 };
 

@@ -111,7 +111,23 @@ TEST(HillClimberTest, ElementsGrowingPastTheRamBudgetShrinkTheLargestBuffer) {
   HillClimber unlimited(Budget(1));
   changes = unlimited.Step({{40, 64, 0.5, false, 1 << 20}});
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_EQ(changes[0].parallelism, 41);
+  EXPECT_EQ(changes[0].parallelism, 64);  // doubling, capped at the maximum
+}
+
+TEST(HillClimberTest, BuffersDoubleAndAnUnpaidDoublingIsUndone) {
+  HillClimber::Config config = Budget(1);
+  config.ram_budget_bytes = 1 << 20;
+  HillClimber climber(config);
+  std::vector<Change> changes = climber.Step({{4, 64, 0.5, false, 100}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].parallelism, 8);
+  EXPECT_TRUE(climber.Step({{8, 64, 0.2, false, 100}}).empty());  // paid
+  changes = climber.Step({{8, 64, 0.2, false, 100}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].parallelism, 16);
+  changes = climber.Step({{16, 64, 0.19, false, 100}});  // 5% better: undone, back to 8
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].parallelism, 8);
 }
 
 TEST(HillClimberTest, ClimbsToTheBudgetOnASteadyBottleneck) {
