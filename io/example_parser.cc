@@ -1,6 +1,6 @@
 // tf.train.Example / SequenceExample parsing with a hand-written wire decoder.
 //
-// Why not libprotobuf: measured 1.6x libprotobuf's parse+extract per record, 2.4-3.9x per batch (docs/io.md).
+// Why not libprotobuf: 1.3-1.6x its parse+extract per record, 2.4-3.9x per batch of 256 (docs/io.md).
 // It parses straight from the record bytes into the output tensors (one allocation per output, none per
 // feature), only descends into the features a spec asks for, and keeps the library free of protobuf.
 //
