@@ -4,8 +4,9 @@
 // tfx_chicago_taxi_csv_example_gen/Split-train/*.gz, default ../shared), read once with ReadTFRecords; the
 // synthetic taxi records of example_parser_benchmark.cc when that dir is missing (the label says which).
 // Second workload: Fashion-MNIST-shaped records (784-byte image + int64 label).
-// Spec: every feature of the data as FixedLenFeature shape {1} with its dtype; features some records lack
-// get a default (0 / 0.0 / ""), as tf.io.parse_single_example would be given.
+// Spec: every feature of the data as FixedLenFeature shape {1} with its dtype (a default, 0 / 0.0 / "",
+// when some record lacks it), except features some record holds with an empty list (CsvExampleGen's
+// missing cell, which FixedLenFeature rejects): those are VarLenFeatures, as TFX parses them.
 // Cases (records/s and bytes/s of serialized input):
 //   Protobuf_Parse / Protobuf_ParseArena: Example::ParseFromArray alone (message reused; or arena reset);
 //   Protobuf_Extract / Protobuf_ExtractBatch256: parse + copy into the same Tensors sluice returns;
