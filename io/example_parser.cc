@@ -1,8 +1,8 @@
 // tf.train.Example / SequenceExample parsing with a hand-written wire decoder.
 //
-// Why not libprotobuf: the brief measured and chose a direct decoder. It parses straight from the record
-// bytes into the output tensors (one allocation per output, none per feature), only descends into the
-// features a spec asks for, and keeps the library free of a protobuf dependency.
+// Why not libprotobuf: 1.3-1.6x its parse+extract per record, 2.4-3.9x per batch of 256 (docs/io.md).
+// It parses straight from the record bytes into the output tensors (one allocation per output, none per
+// feature), only descends into the features a spec asks for, and keeps the library free of protobuf.
 //
 // Shape of the decoder: a first pass over a record finds, for every spec key, the bytes of its Feature
 // (last map entry wins). A Feature is then scanned once to learn its final oneof kind and value count
