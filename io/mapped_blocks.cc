@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/async_event.h"
 #include "sluice/async_scope.h"
+#include "sluice/executor.h"
 #include "sluice/task.h"
 
 namespace sluice::io {
@@ -55,13 +56,6 @@ struct Window {
   uint64_t offset = 0;
   size_t length = 0;
   AsyncEvent done;
-};
-
-struct ResumeOn {
-  Executor* executor;
-  bool await_ready() const noexcept { return executor == nullptr; }
-  void await_suspend(std::coroutine_handle<> h) const { executor->Execute(h); }
-  void await_resume() const noexcept {}
 };
 
 // Maps (and prefaults) on the reactor's thread, the thread that used to do the page-cache copy.

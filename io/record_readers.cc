@@ -17,6 +17,7 @@
 #include "io/zlib_stream.h"
 #include "sluice/async_event.h"
 #include "sluice/async_scope.h"
+#include "sluice/executor.h"
 #include "sluice/task.h"
 #include "sluice/thread_pool.h"
 
@@ -161,13 +162,6 @@ size_t PlanCrcCheck(const Block& block, uint64_t first, uint64_t max_record_byte
   check.done.Reset();
   return static_cast<size_t>(check.trusted_begin - block.offset);
 }
-
-struct ResumeOn {
-  Executor* executor;
-  bool await_ready() const noexcept { return executor == nullptr; }
-  void await_suspend(std::coroutine_handle<> h) const { executor->Execute(h); }
-  void await_resume() const noexcept {}
-};
 
 Task<absl::Status> CheckOnReactor(Reactor* reactor, CrcCheck* check) {
   ResumeOn hop{reactor};

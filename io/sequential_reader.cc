@@ -18,6 +18,7 @@
 #include "io/mapped_blocks.h"
 #include "sluice/async_event.h"
 #include "sluice/async_scope.h"
+#include "sluice/executor.h"
 #include "sluice/task.h"
 
 namespace sluice {
@@ -109,14 +110,6 @@ void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint
   slot.done.Reset();
   scope.Spawn(ReadIntoSlot(&file, &slot, &completion_thread));
 }
-
-// Resumes the awaiting coroutine through an executor.
-struct ResumeOn {
-  Executor* executor;
-  bool await_ready() const noexcept { return executor == nullptr; }
-  void await_suspend(std::coroutine_handle<> h) const { executor->Execute(h); }
-  void await_resume() const noexcept {}
-};
 
 absl::StatusOr<Block> Failure(absl::Status status) { return status; }
 

@@ -29,6 +29,15 @@ class InlineExecutor final : public Executor {
   }
 };
 
+// `co_await ResumeOn{executor};` continues the coroutine through `executor` (a hop to its thread);
+// with nullptr it does not suspend.
+struct ResumeOn {
+  Executor* executor;
+  bool await_ready() const noexcept { return executor == nullptr; }
+  void await_suspend(std::coroutine_handle<> h) const { executor->Execute(h); }
+  void await_resume() const noexcept {}
+};
+
 }  // namespace sluice
 
 #endif  // SLUICE_EXECUTOR_H_
