@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/io/synthetic_taxi_records.h"
 #include "sluice/example.h"
 
 namespace sluice {
@@ -32,30 +33,8 @@ Workload TaxiWorkload() {
   const char* float_keys[] = {"dropoff_latitude", "dropoff_longitude", "fare",       "pickup_latitude",
                               "pickup_longitude", "tips",              "trip_miles"};
   const char* bytes_keys[] = {"company", "payment_type"};
-  for (int r = 0; r < kBatch; ++r) {
-    ExampleBuilder b;
-    // Alphabetical, as TFX writes them, but the parser does not rely on it.
-    b.AddBytes("company", {r % 2 == 0 ? "Taxi Affiliation Services" : "Chicago Elite Cab Corp."});
-    b.AddInt64s("dropoff_census_tract", {17031081500 + r});
-    b.AddInt64s("dropoff_community_area", {8 + r % 70});
-    b.AddFloats("dropoff_latitude", {41.89f + 0.001f * static_cast<float>(r)});
-    b.AddFloats("dropoff_longitude", {-87.63f});
-    b.AddFloats("fare", {12.25f + static_cast<float>(r)});
-    b.AddBytes("payment_type", {r % 3 == 0 ? "Cash" : "Credit Card"});
-    b.AddInt64s("pickup_census_tract", {17031839100 + r});
-    b.AddInt64s("pickup_community_area", {28});
-    b.AddFloats("pickup_latitude", {41.88f});
-    b.AddFloats("pickup_longitude", {-87.64f});
-    b.AddFloats("tips", {2.65f});
-    b.AddFloats("trip_miles", {4.2f});
-    b.AddInt64s("trip_seconds", {840 + r});
-    b.AddInt64s("trip_start_day", {1 + r % 7});
-    b.AddInt64s("trip_start_hour", {r % 24});
-    b.AddInt64s("trip_start_month", {1 + r % 12});
-    b.AddInt64s("trip_start_timestamp", {1420000000 + 3600 * r});
-    w.records.push_back(b.Serialize());
-    w.total_bytes += w.records.back().size();
-  }
+  w.records = bench::SyntheticTaxiRecords(kBatch);
+  for (const std::string& r : w.records) w.total_bytes += r.size();
   for (const char* k : int_keys) w.spec.fixed.push_back({k, DType::kInt64, Shape({}), std::nullopt});
   for (const char* k : float_keys) w.spec.fixed.push_back({k, DType::kFloat32, Shape({}), std::nullopt});
   for (const char* k : bytes_keys) w.spec.fixed.push_back({k, DType::kString, Shape({}), std::nullopt});

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/io/synthetic_taxi_records.h"
 #include "benchmarks/io/tf_example.pb.h"
 #include "sluice/example.h"
 #include "sluice/reactor.h"
@@ -84,33 +85,6 @@ std::vector<std::string> RealTaxiRecords() {
   for (const fs::path& f : files) {
     absl::Status s = SyncWait(AppendRecords(ReadTFRecords(**reactor, f.string(), options), &records));
     if (!s.ok()) Die(s.ToString());
-  }
-  return records;
-}
-
-std::vector<std::string> SyntheticTaxiRecords() {
-  std::vector<std::string> records;
-  for (int r = 0; r < static_cast<int>(kBatch); ++r) {
-    ExampleBuilder b;
-    b.AddBytes("company", {r % 2 == 0 ? "Taxi Affiliation Services" : "Chicago Elite Cab Corp."});
-    b.AddInt64s("dropoff_census_tract", {17031081500 + r});
-    b.AddInt64s("dropoff_community_area", {8 + r % 70});
-    b.AddFloats("dropoff_latitude", {41.89f + 0.001f * static_cast<float>(r)});
-    b.AddFloats("dropoff_longitude", {-87.63f});
-    b.AddFloats("fare", {12.25f + static_cast<float>(r)});
-    b.AddBytes("payment_type", {r % 3 == 0 ? "Cash" : "Credit Card"});
-    b.AddInt64s("pickup_census_tract", {17031839100 + r});
-    b.AddInt64s("pickup_community_area", {28});
-    b.AddFloats("pickup_latitude", {41.88f});
-    b.AddFloats("pickup_longitude", {-87.64f});
-    b.AddFloats("tips", {2.65f});
-    b.AddFloats("trip_miles", {4.2f});
-    b.AddInt64s("trip_seconds", {840 + r});
-    b.AddInt64s("trip_start_day", {1 + r % 7});
-    b.AddInt64s("trip_start_hour", {r % 24});
-    b.AddInt64s("trip_start_month", {1 + r % 12});
-    b.AddInt64s("trip_start_timestamp", {1420000000 + 3600 * r});
-    records.push_back(b.Serialize());
   }
   return records;
 }
@@ -173,7 +147,7 @@ Workload TaxiWorkload() {
   w.records = RealTaxiRecords();
   if (w.records.empty()) {
     w.label = "SYNTHETIC taxi (shared dir missing)";
-    w.records = SyntheticTaxiRecords();
+    w.records = bench::SyntheticTaxiRecords(static_cast<int>(kBatch));
   } else {
     w.label = "real taxi train";
   }
