@@ -155,7 +155,8 @@ size_t PlanCrcCheck(const Block& block, uint64_t first, uint64_t max_record_byte
   const uint64_t middle = begin + (end - begin) / 2;
   size_t k = 1;
   while (k + 1 < records.size() && records[k].offset < middle) ++k;
-  check.records.assign(records.begin() + static_cast<std::ptrdiff_t>(k), records.end());
+  records.erase(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(k));
+  check.records = std::move(records);
   check.trusted_begin = check.records.front().offset;
   check.trusted_end = check.trusted_begin;  // nothing trusted until the check is done
   check.keep = block.buffer;
