@@ -1,4 +1,4 @@
-#include "sluice/auto_shard.h"
+#include "sluice/distribute/auto_shard.h"
 
 #include <cstdint>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/file_sources.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 

@@ -1,4 +1,4 @@
-#include "sluice/mirrored_strategy.h"
+#include "sluice/distribute/mirrored_strategy.h"
 
 #include <utility>
 

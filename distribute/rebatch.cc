@@ -1,4 +1,4 @@
-#include "sluice/detail/rebatch.h"
+#include "sluice/distribute/detail/rebatch.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,6 @@
-#include "sluice/async_scope.h"
+#include "sluice/engine/async_scope.h"
 
-#include "sluice/detail/status_traits.h"
+#include "sluice/engine/detail/status_traits.h"
 
 namespace sluice {
 

@@ -1,5 +1,5 @@
 // Reactor::Create (backend choice and fallback), DefaultReactor, and helpers shared by both backends.
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 
 #include <limits.h>
 

@@ -1,4 +1,4 @@
-#include "sluice/detail/status_traits.h"
+#include "sluice/engine/detail/status_traits.h"
 
 #include <string>
 

@@ -13,8 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/detail/promise_base.h"
-#include "sluice/detail/transfer.h"
+#include "sluice/engine/detail/promise_base.h"
+#include "sluice/engine/detail/transfer.h"
 
 namespace sluice::detail {
 namespace {

@@ -1,4 +1,4 @@
-// ThreadIoBackend: the Reactor for machines where io_uring is refused (see include/sluice/reactor.h).
+// ThreadIoBackend: the Reactor for machines where io_uring is refused (see include/sluice/engine/reactor.h).
 //
 // A small pool of I/O workers runs each operation as blocking syscalls (pread/preadv/pwrite, openat,
 // close, statx), looping over short transfers, and resumes the awaiting coroutine on that worker. A
@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 
 namespace sluice::detail {
 

@@ -1,4 +1,4 @@
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 #include <pthread.h>
 
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/detail/transfer.h"
+#include "sluice/engine/detail/transfer.h"
 
 // moodycamel's queue synchronises through std::atomic_thread_fence, which ThreadSanitizer neither
 // supports (GCC warns, -Werror fails) nor models (it would report the slot hand-off as a race). TSan

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/detail/transfer.h"
+#include "sluice/engine/detail/transfer.h"
 
 namespace sluice::detail {
 namespace {

@@ -1,4 +1,4 @@
-// UringReactor: the io_uring backend of Reactor (see include/sluice/reactor.h for the contract).
+// UringReactor: the io_uring backend of Reactor (see include/sluice/engine/reactor.h for the contract).
 //
 // One thread owns the ring and is the only one to touch its submission queue. Other threads post work
 // (operations to submit, cancellations, coroutines to resume) through a moodycamel MPSC queue and wake
@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sluice/detail/promise_base.h"
-#include "sluice/reactor.h"
+#include "sluice/engine/detail/promise_base.h"
+#include "sluice/engine/reactor.h"
 
 namespace sluice::detail {
 

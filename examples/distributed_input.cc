@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "sluice/dataset.h"
 #include "sluice/distribute.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace {
 

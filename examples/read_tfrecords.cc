@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sluice/dataset.h"
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 int main(int argc, char** argv) {
   std::string pattern = "../shared/data/tfrecord/tfx_chicago_taxi_csv_example_gen/Split-train/*.gz";

@@ -1,4 +1,4 @@
-// libFuzzer target for the tf.train.Example / SequenceExample parser (sluice/example.h).
+// libFuzzer target for the tf.train.Example / SequenceExample parser (sluice/io/example.h).
 //
 // The input is one serialized record. Each run:
 //   1. DecodeExample. When it succeeds, the decoded features are the oracle: re-serializing them with
@@ -25,8 +25,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sluice/example.h"
-#include "sluice/tensor.h"
+#include "sluice/io/example.h"
+#include "sluice/io/tensor.h"
 
 namespace {
 

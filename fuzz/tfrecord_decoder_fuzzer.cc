@@ -31,7 +31,7 @@
 #include "io/crc32c.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace {
 

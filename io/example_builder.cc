@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "io/proto_wire.h"
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 namespace sluice {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "io/proto_wire.h"
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 namespace sluice {
 namespace {

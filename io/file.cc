@@ -1,4 +1,4 @@
-#include "sluice/file.h"
+#include "sluice/io/file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/status_macros.h"
+#include "sluice/engine/status_macros.h"
 
 namespace sluice {
 namespace {

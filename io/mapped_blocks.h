@@ -1,4 +1,4 @@
-// MapBlocks: the mmap path of ReadBlocks (sluice/sequential_reader.h has the contract both paths share).
+// MapBlocks: the mmap path of ReadBlocks (sluice/io/sequential_reader.h has the contract both paths share).
 //
 // Contract: ShouldMap says whether ReadBlocks maps `file` (mode, no O_DIRECT, a non-empty regular file
 // whose first page the kernel agrees to map). MapBlocks then yields the file as windows of
@@ -13,10 +13,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "sluice/async_generator.h"
-#include "sluice/file.h"
-#include "sluice/reactor.h"
-#include "sluice/sequential_reader.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/io/file.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/sequential_reader.h"
 
 namespace sluice::io {
 

@@ -1,4 +1,4 @@
-#include "sluice/record_readers.h"
+#include "sluice/io/record_readers.h"
 
 #include <algorithm>
 #include <coroutine>
@@ -15,11 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
-#include "sluice/async_event.h"
-#include "sluice/async_scope.h"
-#include "sluice/executor.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/async_event.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/executor.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

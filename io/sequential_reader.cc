@@ -1,4 +1,4 @@
-#include "sluice/sequential_reader.h"
+#include "sluice/io/sequential_reader.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,10 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "io/mapped_blocks.h"
-#include "sluice/async_event.h"
-#include "sluice/async_scope.h"
-#include "sluice/executor.h"
-#include "sluice/task.h"
+#include "sluice/engine/async_event.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/executor.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

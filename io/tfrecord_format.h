@@ -57,7 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "io/zlib_stream.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::io {
 

@@ -1,5 +1,5 @@
 // In-memory TFRecord writer: builds a TFRecord byte stream (optionally GZIP/ZLIB compressed) in a string.
-// TFRecordWriter (include/sluice/tfrecord.h) is this plus write(2); tests use it directly to build inputs.
+// TFRecordWriter (include/sluice/io/tfrecord.h) is this plus write(2); tests use it directly to build inputs.
 //
 // Contract: Write() appends one framed record; output() holds the bytes produced so far (for compressed
 // streams zlib may hold some back until Flush() or Finish()). Finish() ends the stream (gzip/zlib
@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "io/zlib_stream.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::io {
 

@@ -1,11 +1,11 @@
-#include "sluice/autotune.h"
+#include "sluice/ops/autotune.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <utility>
 
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 

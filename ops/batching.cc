@@ -1,5 +1,5 @@
-// Stacking, concatenation and slicing behind sluice/batching.h.
-#include "sluice/batching.h"
+// Stacking, concatenation and slicing behind sluice/ops/batching.h.
+#include "sluice/ops/batching.h"
 
 #include <cstring>
 #include <string>

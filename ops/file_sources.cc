@@ -9,8 +9,8 @@
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/generator_source.h"
 #include "sluice/ops/shuffle.h"
-#include "sluice/reactor.h"
-#include "sluice/record_readers.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/record_readers.h"
 
 namespace sluice::ops {
 

@@ -1,4 +1,4 @@
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 
 #include <string>
 

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sluice/reactor.h"
-#include "sluice/sequential_reader.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/sequential_reader.h"
 
 namespace sluice::testing_util {
 

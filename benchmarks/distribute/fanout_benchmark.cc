@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 #include "sluice/distribute.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

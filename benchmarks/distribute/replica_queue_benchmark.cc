@@ -5,7 +5,7 @@
 // Every benchmark moves kItemsPerIteration elements per iteration between real threads, so read
 // items_per_second (wall time: UseRealTime). The machine's core count matters: with fewer cores than
 // threads, the figures measure parking and wake-ups more than the queue.
-#include "distribute/replica_queue.h"
+#include "sluice/distribute/detail/replica_queue.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,8 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice::distribute {
 namespace {

@@ -4,9 +4,9 @@
 #include <optional>
 
 #include "benchmark/benchmark.h"
-#include "sluice/async_generator.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
-#include "sluice/channel.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/channel.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

@@ -22,10 +22,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
-#include "sluice/reactor.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/when_all.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/when_all.h"
 
 namespace sluice {
 namespace {

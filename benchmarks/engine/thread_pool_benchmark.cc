@@ -6,10 +6,10 @@
 #include <cstdint>
 
 #include "benchmark/benchmark.h"
-#include "sluice/async_scope.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

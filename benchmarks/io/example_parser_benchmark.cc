@@ -12,7 +12,7 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/io/synthetic_taxi_records.h"
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 namespace sluice {
 namespace {

@@ -32,12 +32,12 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/io/synthetic_taxi_records.h"
 #include "benchmarks/io/tf_example.pb.h"
-#include "sluice/example.h"
-#include "sluice/reactor.h"
-#include "sluice/record_readers.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/tensor.h"
+#include "sluice/io/example.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/record_readers.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

@@ -25,11 +25,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "sluice/reactor.h"
-#include "sluice/record_readers.h"
-#include "sluice/sync_wait.h"
-#include "sluice/tfrecord.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/record_readers.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/io/tfrecord.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace {
 

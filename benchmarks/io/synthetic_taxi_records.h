@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 namespace sluice::bench {
 

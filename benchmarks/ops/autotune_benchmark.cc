@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "sluice/dataset.h"
-#include "sluice/tfrecord.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "sluice/dataset.h"
-#include "sluice/element_codec.h"
-#include "sluice/tensor.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/ops/element_codec.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

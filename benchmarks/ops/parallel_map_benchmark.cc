@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "benchmark/benchmark.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 
 namespace sluice {
 namespace {

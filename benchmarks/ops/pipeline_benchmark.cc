@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 
 namespace sluice {
 namespace {

@@ -20,9 +20,9 @@
 #include "model.h"
 #include "progress.h"
 #include "sluice/distribute.h"
-#include "sluice/example.h"
-#include "sluice/run_loop.h"
-#include "sluice/task.h"
+#include "sluice/io/example.h"
+#include "sluice/engine/run_loop.h"
+#include "sluice/engine/task.h"
 
 namespace fashion_mnist {
 namespace {

@@ -31,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/dataset.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace fashion_mnist {
 

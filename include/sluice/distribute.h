@@ -9,10 +9,10 @@
 #ifndef SLUICE_DISTRIBUTE_H_
 #define SLUICE_DISTRIBUTE_H_
 
-#include "sluice/auto_shard.h"
-#include "sluice/distributed_iterator.h"
-#include "sluice/input_context.h"
-#include "sluice/mirrored_strategy.h"
-#include "sluice/per_replica.h"
+#include "sluice/distribute/auto_shard.h"
+#include "sluice/distribute/distributed_iterator.h"
+#include "sluice/distribute/input_context.h"
+#include "sluice/distribute/mirrored_strategy.h"
+#include "sluice/distribute/per_replica.h"
 
 #endif  // SLUICE_DISTRIBUTE_H_

@@ -19,10 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/tensor.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/sync_wait.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
 #include "tests/test_util.h"
 
 namespace sluice {

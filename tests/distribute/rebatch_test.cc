@@ -1,4 +1,4 @@
-#include "distribute/rebatch.h"
+#include "sluice/distribute/detail/rebatch.h"
 
 #include <cstdint>
 #include <numeric>
@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/input_context.h"
+#include "sluice/distribute/input_context.h"
 
 namespace sluice::distribute {
 namespace {

@@ -1,4 +1,4 @@
-#include "distribute/replica_queue.h"
+#include "sluice/distribute/detail/replica_queue.h"
 
 #include <atomic>
 #include <chrono>
@@ -13,10 +13,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/status_macros.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/status_macros.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice::distribute {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/async_event.h"
+#include "sluice/engine/async_event.h"
 
 #include <atomic>
 #include <optional>
@@ -8,9 +8,9 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "sluice/async_scope.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/async_generator.h"
+#include "sluice/engine/async_generator.h"
 
 #include <memory>
 #include <stdexcept>
@@ -7,8 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/async_semaphore.h"
+#include "sluice/engine/async_semaphore.h"
 
 #include <atomic>
 #include <cstdint>
@@ -9,9 +9,9 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "sluice/async_scope.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

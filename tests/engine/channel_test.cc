@@ -1,4 +1,4 @@
-#include "sluice/channel.h"
+#include "sluice/engine/channel.h"
 
 #include <atomic>
 #include <chrono>
@@ -16,10 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/async_scope.h"
-#include "sluice/executor.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/executor.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -22,10 +22,10 @@
 #include "absl/time/time.h"
 #include "engine/uring_reactor.h"
 #include "gtest/gtest.h"
-#include "sluice/async_scope.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/when_all.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/when_all.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/run_loop.h"
+#include "sluice/engine/run_loop.h"
 
 #include <stdexcept>
 #include <stop_token>
@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/task.h"
+#include "sluice/engine/task.h"
 
 #include <memory>
 #include <stdexcept>
@@ -7,8 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/status_macros.h"
-#include "sluice/sync_wait.h"
+#include "sluice/engine/status_macros.h"
+#include "sluice/engine/sync_wait.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 #include <pthread.h>
 
@@ -17,10 +17,10 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/async_scope.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/when_all.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/when_all.h"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/when_all.h"
+#include "sluice/engine/when_all.h"
 
 #include <atomic>
 #include <chrono>
@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/detail/transfer.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/detail/transfer.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 
 namespace sluice {
 namespace {

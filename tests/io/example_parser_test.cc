@@ -1,4 +1,4 @@
-#include "sluice/example.h"
+#include "sluice/io/example.h"
 
 #include <bit>
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto_wire.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

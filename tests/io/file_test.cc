@@ -1,4 +1,4 @@
-#include "sluice/file.h"
+#include "sluice/io/file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,10 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 #include "tests/test_util.h"
-#include "sluice/status_macros.h"
-#include "sluice/sync_wait.h"
+#include "sluice/engine/status_macros.h"
+#include "sluice/engine/sync_wait.h"
 
 namespace sluice {
 namespace {

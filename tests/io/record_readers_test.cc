@@ -1,4 +1,4 @@
-#include "sluice/record_readers.h"
+#include "sluice/io/record_readers.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,11 +22,11 @@
 #include "gtest/gtest.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 #include "tests/test_util.h"
-#include "sluice/sync_wait.h"
-#include "sluice/tfrecord.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/io/tfrecord.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

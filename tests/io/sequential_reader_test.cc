@@ -1,4 +1,4 @@
-#include "sluice/sequential_reader.h"
+#include "sluice/io/sequential_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/reactor.h"
+#include "sluice/engine/reactor.h"
 #include "tests/test_util.h"
-#include "sluice/sync_wait.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

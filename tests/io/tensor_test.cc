@@ -1,4 +1,4 @@
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 #include <atomic>
 #include <cmath>

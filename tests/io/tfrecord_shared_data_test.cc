@@ -16,7 +16,7 @@
 #include "io/tfrecord_format.h"
 #include "io/tfrecord_writer.h"
 #include "io/zlib_stream.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::io {
 namespace {

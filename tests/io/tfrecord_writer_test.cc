@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/tfrecord_format.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice {
 namespace {

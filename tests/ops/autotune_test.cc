@@ -1,4 +1,4 @@
-#include "sluice/autotune.h"
+#include "sluice/ops/autotune.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/thread_pool.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/example.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/example.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

@@ -1,4 +1,4 @@
-#include "sluice/batching.h"
+#include "sluice/ops/batching.h"
 
 #include <string>
 #include <tuple>

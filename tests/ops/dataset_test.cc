@@ -1,4 +1,4 @@
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

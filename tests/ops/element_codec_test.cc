@@ -1,4 +1,4 @@
-#include "sluice/element_codec.h"
+#include "sluice/ops/element_codec.h"
 
 #include <cstdint>
 #include <limits>
@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/shuffle.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice {
 namespace {

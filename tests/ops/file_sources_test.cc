@@ -8,8 +8,8 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
-#include "sluice/dataset.h"
-#include "sluice/example.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/example.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

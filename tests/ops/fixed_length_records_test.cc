@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 #include "tests/test_util.h"
 #include "tests/ops/test_helpers.h"
 

@@ -10,10 +10,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/async_generator.h"
-#include "sluice/dataset.h"
-#include "sluice/sync_wait.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/thread_pool.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

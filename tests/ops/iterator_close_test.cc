@@ -1,4 +1,4 @@
-#include "sluice/iterator.h"
+#include "sluice/ops/iterator.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,10 +9,10 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 namespace {

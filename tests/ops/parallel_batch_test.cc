@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/tensor.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/tensor.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

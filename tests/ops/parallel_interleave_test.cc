@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 
 namespace sluice {
 namespace {

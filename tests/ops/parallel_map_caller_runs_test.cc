@@ -15,10 +15,10 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 #include "sluice/ops/parallel_map.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

@@ -15,9 +15,9 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

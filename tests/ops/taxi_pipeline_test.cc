@@ -6,8 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/example.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/example.h"
 #include "tests/test_util.h"
 
 namespace sluice {

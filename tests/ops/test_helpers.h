@@ -7,8 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
-#include "sluice/tensor.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice::test_ops {
 

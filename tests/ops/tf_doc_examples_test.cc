@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "sluice/dataset.h"
+#include "sluice/ops/dataset.h"
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {

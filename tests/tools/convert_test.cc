@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "io/idx.h"
+#include "tools/sluice/idx.h"
 #include "io/tfrecord_format.h"
-#include "sluice/example.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/example.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::tools {
 namespace {

@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "io/idx.h"
-#include "sluice/example.h"
-#include "sluice/tfrecord.h"
+#include "tools/sluice/idx.h"
+#include "sluice/io/example.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::tools {
 namespace {

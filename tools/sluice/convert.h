@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sluice/tfrecord.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::tools {
 

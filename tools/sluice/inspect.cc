@@ -17,13 +17,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/crc32c.h"
-#include "sluice/async_generator.h"
-#include "sluice/example.h"
-#include "sluice/reactor.h"
-#include "sluice/record_readers.h"
-#include "sluice/sync_wait.h"
-#include "sluice/task.h"
-#include "sluice/tfrecord.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/io/example.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/record_readers.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::tools {
 namespace {

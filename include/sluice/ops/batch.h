@@ -1,7 +1,7 @@
 // Batch(batch_size, drop_remainder, num_parallel_calls): tf.data.Dataset.batch.
 //
 // Contract:
-// - Elements: batch_size consecutive input elements combined by the Batched<T> rule (sluice/batching.h):
+// - Elements: batch_size consecutive input elements combined by the Batched<T> rule (sluice/ops/batching.h):
 //   Tensors stacked into one contiguous [n, ...] tensor, tuples/pairs of tensors and scalars stacked per
 //   component, ParsedExamples stacked/concatenated as tf.io.parse_example lays them out, anything else
 //   collected into a std::vector<T>. Input order is kept.
@@ -35,10 +35,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/batching.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
-#include "sluice/autotune.h"
+#include "sluice/ops/batching.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/autotune.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"

@@ -23,7 +23,7 @@
 //     (the stream ends after it); opening or writing errors name the path and the errno text. A write
 //     error mid-pass is yielded once after the element being written, the partial cache is dropped and
 //     the pass goes on uncached.
-//   * T must have an ElementCodec (sluice/element_codec.h): Dataset::Cache(filename) does not compile
+//   * T must have an ElementCodec (sluice/ops/element_codec.h): Dataset::Cache(filename) does not compile
 //     otherwise (a static_assert says so), while Dataset::Cache() caches any copyable T in memory.
 //   * File I/O is blocking (buffered reads and writes of 1 MiB) in the consumer's Poll: put a Prefetch
 //     after the cache to overlap it.
@@ -52,8 +52,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/element_codec.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/element_codec.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
 namespace sluice::ops {

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
 namespace sluice::ops {

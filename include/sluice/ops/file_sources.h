@@ -5,7 +5,7 @@
 //   when nothing matches, the dataset's one element is InvalidArgument naming the patterns.
 // TFRecord(files, compression): the records of each file in turn, as std::string, through io/'s
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
-//   offset (see sluice/record_readers.h). TextLines(files, compression): the lines of each file.
+//   offset (see sluice/io/record_readers.h). TextLines(files, compression): the lines of each file.
 //   Cardinality: unknown.
 // FixedLengthRecords(files, record_bytes, header_bytes, footer_bytes, compression), as
 //   tf.data.FixedLengthRecordDataset: per file, skip header_bytes, then records of record_bytes each until
@@ -13,7 +13,7 @@
 //   ReadFixedLengthRecords: a body that is not a multiple of record_bytes yields the whole records, then
 //   DataLoss naming the file and the offset of the leftover bytes; a file shorter than header + footer is
 //   DataLoss. record_bytes <= 0 or a negative header/footer make the dataset one InvalidArgument element.
-// Every source here is a FileListSource node: auto-shard by FILE (sluice/auto_shard.h) finds it in the graph and tells
+// Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) finds it in the graph and tells
 // it through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
 // so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
 #ifndef SLUICE_OPS_FILE_SOURCES_H_
@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sluice/async_generator.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
-#include "sluice/tfrecord.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/io/tfrecord.h"
 
 namespace sluice::ops {
 

@@ -36,10 +36,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sluice/async_generator.h"
-#include "sluice/cardinality.h"
-#include "sluice/detail/status_traits.h"
-#include "sluice/op_node.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/engine/detail/status_traits.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {

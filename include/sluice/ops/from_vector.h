@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <utility>
 
-#include "sluice/async_generator.h"
-#include "sluice/stream.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/ops/stream.h"
 
 namespace sluice::ops {
 

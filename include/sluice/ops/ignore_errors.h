@@ -28,7 +28,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/user_function.h"
 

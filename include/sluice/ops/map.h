@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {

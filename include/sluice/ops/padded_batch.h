@@ -41,13 +41,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/batching.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/batching.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/user_function.h"
-#include "sluice/tensor.h"
+#include "sluice/io/tensor.h"
 
 namespace sluice::ops {
 

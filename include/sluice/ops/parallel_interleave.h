@@ -43,16 +43,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/async_event.h"
-#include "sluice/async_scope.h"
-#include "sluice/autotune.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/engine/async_event.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/ops/autotune.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 

@@ -11,7 +11,7 @@
 // - Errors: an error element of the input passes through in its position (f is not called); f failing
 //   (an error Status or an exception) fails that element only, as "ParallelMap (element i): ...", and
 //   the stream goes on. num_parallel_calls < -1 is InvalidArgument; 0 and 1 are the sequential Map;
-//   kAutotune (-1) lets the iterator's tuner choose (see sluice/autotune.h).
+//   kAutotune (-1) lets the iterator's tuner choose (see sluice/ops/autotune.h).
 // - Buffering: at most `capacity` elements (4 x the maximum parallelism) are taken from the input and not
 //   yet returned, so memory stays bounded however slow the consumer.
 // - Cancellation / destruction: destroying the stream stops taking input, waits for the calls in flight
@@ -51,16 +51,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/async_event.h"
-#include "sluice/async_scope.h"
-#include "sluice/autotune.h"
-#include "sluice/op_node.h"
+#include "sluice/engine/async_event.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/ops/autotune.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/map.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/user_function.h"
-#include "sluice/task.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 namespace detail_parallel {

@@ -43,9 +43,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/cardinality.h"
-#include "sluice/example.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/io/example.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/user_function.h"
 

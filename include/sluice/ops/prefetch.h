@@ -18,13 +18,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/async_scope.h"
-#include "sluice/autotune.h"
-#include "sluice/channel.h"
-#include "sluice/element_bytes.h"
-#include "sluice/op_node.h"
+#include "sluice/engine/async_scope.h"
+#include "sluice/ops/autotune.h"
+#include "sluice/engine/channel.h"
+#include "sluice/ops/element_bytes.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
-#include "sluice/thread_pool.h"
+#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 

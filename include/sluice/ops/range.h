@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
 namespace sluice::ops {

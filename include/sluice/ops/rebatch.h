@@ -3,7 +3,7 @@
 // Contract (tf.data's documentation: "rebatch(N) is functionally equivalent to unbatch().batch(N), but is
 // more efficient, performing one copy instead of two"):
 // - Input: a dataset of batches B of any type with BatchTraits<B> Rows/Slice/Concat (std::vector<T>,
-//   Tensor, tuples/pairs of Tensors, ParsedExample; see sluice/batching.h).
+//   Tensor, tuples/pairs of Tensors, ParsedExample; see sluice/ops/batching.h).
 // - Elements: the input's rows, in order, regrouped into batches of batch_size rows; a new batch may take
 //   rows from several input batches (merged with Concat) and one input batch may feed several outputs
 //   (Slice: views for tensors, no copy). With a list of sizes the sizes are cycled through in order, as
@@ -36,9 +36,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sluice/batching.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/batching.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/user_function.h"
 

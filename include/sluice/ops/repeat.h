@@ -8,8 +8,8 @@
 #include <memory>
 #include <utility>
 
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
 

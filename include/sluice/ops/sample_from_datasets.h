@@ -44,8 +44,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"

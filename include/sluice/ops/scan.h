@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
 namespace sluice::ops {
@@ -35,10 +35,12 @@ class SplitMix64 {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
+  // __extension__: the 128-bit product is a GCC/Clang extension, and -Wpedantic users must not see it.
+  __extension__ using Uint128 = unsigned __int128;
   // Uniform in [0, n) without modulo bias (Lemire's multiply-shift with rejection).
   uint64_t Uniform(uint64_t n) {
     for (;;) {
-      unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
+      Uint128 m = static_cast<Uint128>(Next()) * n;
       uint64_t low = static_cast<uint64_t>(m);
       if (low >= n || low >= (-n) % n) return static_cast<uint64_t>(m >> 64);
     }

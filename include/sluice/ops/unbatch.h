@@ -1,7 +1,7 @@
 // Unbatch(): tf.data.Dataset.unbatch, the inverse of Batch: each batch split into its rows, in order.
 //
 // Contract:
-// - Elements, by batch type (the inverse of Batched<T>, sluice/batching.h):
+// - Elements, by batch type (the inverse of Batched<T>, sluice/ops/batching.h):
 //   * std::vector<T> -> its T elements (moved out).
 //   * Tensor [n, ...] -> n Tensors [...]: views sharing the batch's buffer (SubTensor), no copy.
 //   * std::tuple<Tensor...> / std::pair<Tensor, Tensor> -> tuples/pairs of rows (a stacked scalar
@@ -28,9 +28,9 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/batching.h"
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/batching.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/user_function.h"
 

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/detail/status_traits.h"
+#include "sluice/engine/detail/status_traits.h"
 
 namespace sluice::ops {
 

@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/cardinality.h"
-#include "sluice/op_node.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
 

@@ -1,0 +1,115 @@
+// Record readers: TFRecord files, text lines and fixed-length records, each an async generator of Records
+// read from one file through ReadBlocks (several large reads in flight) on a Reactor.
+//
+// Contract, common to the three readers:
+// - Elements: the file's records in file order, then the end. A Record shares ownership of the memory its
+//   `data` points into: records of at least ReadOptions::min_zero_copy_bytes that lie inside one block
+//   of an uncompressed file are views into that block (no copy; the record pins the whole block buffer
+//   while held, so the threshold keeps small records, which consumers may buffer by the thousand, from
+//   pinning megabytes); every other record is copied once into its own allocation. `offset` is the
+//   record's byte offset in the file, in the decompressed stream for GZIP/ZLIB files.
+// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/io/sequential_reader.h). kAuto maps
+//   uncompressed regular files (a block is then an mmap window of mmap_window bytes, so a zero-copy
+//   record pins its window's mapping, not a copy) and reads compressed ones. The elements and errors are
+//   the same either way.
+// - Errors are elements (a consumer may keep pulling after a recoverable one); all name the path and a
+//   byte offset. NotFound / PermissionDenied / FailedPrecondition (directory) when the file cannot be
+//   opened, read errors from the reactor, and DataLoss for bad content. I/O errors, cancellation and
+//   unrecoverable format errors end the stream.
+// - Cancellation: a stop requested on the consumer's token ends the stream with CancelledError at the
+//   next block boundary at the latest; reads in flight are cancelled and awaited.
+// - Threading: parsing runs on ReadOptions::parse_on (ThreadPool::Default() when null), never on the
+//   reactor's thread; the consumer resumes there. Destroying a reader mid-stream cancels and joins its
+//   reads (blocking briefly), so do it from the consumer's thread or any thread but the reactor's.
+// - The reactor must outlive the generator.
+//
+// ReadTFRecords: TFRecord framing (see sluice/io/tfrecord.h), NONE/GZIP/ZLIB, both CRCs verified unless
+//   options.verify_crc is false. A data CRC mismatch is a DataLoss element and reading continues with the
+//   next record (or the record is skipped silently with skip_corrupt_records); a bad length CRC, a length
+//   over max_record_bytes (never allocated), a corrupt compressed stream and a truncated record end the
+//   stream with DataLoss ("the rest of the file is unreadable" where framing is lost).
+// ReadTextLines: lines split at '\n'; a '\r' right before the '\n' is dropped as well; a last line
+//   without a newline is a line; an empty file has no lines; lines may be empty. A line longer than
+//   max_line_bytes ends the stream with DataLoss (never buffered past the limit). GZIP/ZLIB as TensorFlow's
+//   TextLineDataset(compression_type=...).
+// ReadFixedLengthRecords: as tf.data.FixedLengthRecordDataset: skip header_bytes, then records of
+//   record_bytes until footer_bytes remain (the footer is skipped); with compression these apply to the
+//   decompressed stream. A body that is not a multiple of record_bytes yields every whole record, then
+//   DataLoss naming the leftover bytes (TensorFlow does that for compressed files and drops the leftover
+//   silently for uncompressed ones; sluice never reads short silently). A file shorter than
+//   header_bytes + footer_bytes is DataLoss. record_bytes == 0 is InvalidArgument.
+//
+//   AsyncGenerator<absl::StatusOr<Record>> records = ReadTFRecords(reactor, "/data/train.tfrecord");
+//   while (std::optional<absl::StatusOr<Record>> r = co_await records.Next()) {
+//     if (!r->ok()) { LogError(r->status()); continue; }
+//     Parse((*r)->str());
+//   }
+#ifndef SLUICE_IO_RECORD_READERS_H_
+#define SLUICE_IO_RECORD_READERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sluice/engine/async_generator.h"
+#include "sluice/engine/executor.h"
+#include "sluice/engine/reactor.h"
+#include "sluice/io/sequential_reader.h"
+#include "sluice/io/tfrecord.h"
+
+namespace sluice {
+
+struct Record {
+  std::shared_ptr<const void> owner;  // keeps `data` alive
+  std::span<const std::byte> data;
+  uint64_t offset = 0;
+
+  absl::string_view str() const { return {reinterpret_cast<const char*>(data.data()), data.size()}; }
+  size_t size() const { return data.size(); }
+};
+
+inline constexpr size_t kDefaultMinZeroCopyBytes = size_t{64} << 10;
+
+// How a record reader reads its file.
+struct ReadOptions {
+  size_t block_size = kDefaultBlockSize;
+  int blocks_in_flight = kDefaultBlocksInFlight;
+  bool direct = false;
+  // Where parsing runs and the consumer resumes; nullptr = ThreadPool::Default().
+  Executor* parse_on = nullptr;
+  // Records at least this large are views into the block (see above); SIZE_MAX = always copy.
+  size_t min_zero_copy_bytes = kDefaultMinZeroCopyBytes;
+  ReadMode mode = ReadMode::kAuto;
+  size_t mmap_window = kDefaultMmapWindow;
+  Prefault prefault = Prefault::kPopulate;
+};
+
+struct TextLineOptions {
+  Compression compression = Compression::kNone;
+  uint64_t max_line_bytes = kDefaultMaxRecordBytes;
+  ReadOptions io;
+};
+
+struct FixedLengthRecordOptions {
+  uint64_t header_bytes = 0;
+  uint64_t record_bytes = 0;
+  uint64_t footer_bytes = 0;
+  Compression compression = Compression::kNone;
+  ReadOptions io;
+};
+
+// In all three, `reactor` is not copied: it must outlive the generator.
+AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
+                                                     TFRecordReaderOptions options = {}, ReadOptions io = {});
+AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::string path,
+                                                     TextLineOptions options = {});
+AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, std::string path,
+                                                              FixedLengthRecordOptions options);
+
+}  // namespace sluice
+
+#endif  // SLUICE_IO_RECORD_READERS_H_

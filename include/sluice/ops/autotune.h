@@ -1,0 +1,174 @@
+// Autotuning of kAutotune parameters (parallel Map's and parallel Interleave's num_parallel_calls, and
+// Prefetch's buffer size): one Tuner per iterator, hill climbing on the consumer's wait. The model is
+// described in docs/autotune.md.
+//
+// Contract:
+// - A tunable op (a stream implementing Tunable) registers with its iterator's Tuner (TunerFor(context))
+//   when it is made and unregisters in its destructor; after Unregister returns the tuner never touches it.
+// - Every `period` the tuner's thread samples each tunable's cumulative consumer wait (the time the op's
+//   consumer spent in its WaitReady) and hands the samples to HillClimber::Step, which returns at most
+//   one change: raise the op whose consumer waited most (a worker tunable by one, a buffer to twice its
+//   size), keep the step if that op's wait fell by at least `min_gain`, otherwise undo it and leave the
+//   op alone for `cooldown_periods`.
+// - Budgets: a CPU tunable (parallelism) is raised only while the sum of CPU tunables' units is below the
+//   CPU budget (Options::cpu_budget, else the pool's threads). A RAM tunable (a buffer; a unit is one
+//   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
+//   within the RAM budget (Options::ram_budget_bytes, else half the machine's memory); when growing
+//   elements push that sum over the budget, the largest RAM tunable is lowered by one unit per period.
+//   Parallel ops' own buffers (2 elements per unit of parallelism) are not counted.
+// - Options::autotune = false: kAutotune becomes a fixed default (the CPU budget) and no tuner runs.
+// - Threading: Tuner is thread-safe; tunables' SetParallelism must be thread-safe. The tuner thread stops
+//   and joins in the destructor (the IteratorContext owns the tuner, so it dies after every stream).
+// - HillClimber is a pure state machine (no clocks, no threads), so its decisions are unit-tested with
+//   fake samples.
+//
+//   Dataset<int64_t> ds = Range(1 << 20).Map(Expensive, kAutotune);   // the tuner picks the parallelism
+//   Iterator<int64_t> it = ds.MakeIterator();
+#ifndef SLUICE_OPS_AUTOTUNE_H_
+#define SLUICE_OPS_AUTOTUNE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/ops/op_node.h"
+
+namespace sluice {
+
+struct BufferStats {
+  int64_t size = 0;
+  int64_t capacity = 0;
+};
+
+// An op parameter the tuner may change while the op runs.
+class Tunable {
+ public:
+  virtual ~Tunable() = default;
+  virtual int parallelism() const = 0;
+  virtual int max_parallelism() const = 0;
+  virtual void SetParallelism(int n) = 0;  // thread-safe; clamps to [1, max_parallelism()]
+  virtual BufferStats buffer_stats() const = 0;
+  // False for a buffer size, whose units cost memory (about unit_bytes() each) rather than threads.
+  virtual bool uses_cpu() const { return true; }
+  virtual int64_t unit_bytes() const { return 0; }
+  // Total nanoseconds the op's consumer has waited for it (monotonic; added by the op's WaitReady).
+  int64_t consumer_wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
+  void AddConsumerWait(int64_t ns) { wait_ns_.fetch_add(ns, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> wait_ns_{0};
+};
+
+// The decision logic, separate from clocks and threads.
+class HillClimber {
+ public:
+  struct Config {
+    int cpu_budget = 1;           // the sum of parallelism the tuner may reach
+    double min_wait = 0.02;       // below this fraction of a period, an op is not worth raising
+    double min_gain = 0.10;       // a raise must cut the op's wait fraction by this (relative) to stay
+    int cooldown_periods = 50;    // how long a raise that did not pay is not retried
+    int64_t ram_budget_bytes = 0; // the sum of RAM tunables' units x unit_bytes; 0: RAM is not limited
+  };
+  struct Sample {
+    int parallelism = 1;
+    int max_parallelism = 1;
+    double wait_fraction = 0;  // of the last period, the consumer's wait on this op
+    bool uses_cpu = true;      // false: a buffer, whose units cost unit_bytes each
+    int64_t unit_bytes = 0;
+  };
+  struct Change {
+    size_t index = 0;
+    int parallelism = 0;
+  };
+
+  explicit HillClimber(Config config) : config_(config) {}
+
+  // Samples of the same tunables, in the same order, every period (a new set of tunables resets the
+  // state). Returns the changes to apply now (at most one raise, or one undo).
+  std::vector<Change> Step(const std::vector<Sample>& samples);
+
+ private:
+  struct OpState {
+    int cooldown = 0;
+  };
+  Config config_;
+  std::vector<OpState> ops_;
+  // A raise on trial: which op, and its wait before the raise.
+  bool trial_ = false;
+  size_t trial_index_ = 0;
+  int trial_previous_ = 1;
+  double trial_baseline_ = 0;
+};
+
+class Tuner {
+ public:
+  struct Config {
+    HillClimber::Config climber;
+    std::chrono::milliseconds period{10};
+  };
+  explicit Tuner(Config config);
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
+  ~Tuner();
+
+  // Starts sampling `tunable` (which must stay alive until Unregister(tunable) returned).
+  void Register(Tunable* tunable);
+  void Unregister(Tunable* tunable);
+
+  // Runs one period's decision now, as the thread does (for tests); `elapsed_ns` is the period length.
+  void StepForTest(int64_t elapsed_ns);
+
+ private:
+  void Run();
+  void StepLocked(int64_t elapsed_ns);
+
+  const Config config_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  struct Entry {
+    Tunable* tunable;
+    int64_t last_wait_ns;
+  };
+  std::vector<Entry> entries_;
+  HillClimber climber_;
+  std::thread thread_;
+};
+
+// The CPU budget of an iterator: Options::cpu_budget, else its pool's threads.
+int CpuBudget(const IteratorContext& context);
+// The RAM budget of an iterator's tuned buffers: Options::ram_budget_bytes, else half the machine's memory.
+int64_t RamBudget(const IteratorContext& context);
+
+// The iterator's tuner, made on first use (thread-safe). Null when Options::autotune is false.
+Tuner* TunerFor(const IteratorContext& context);
+
+// Registers a tunable for its lifetime; declare it after the members the tuner's calls touch.
+class TunerRegistration {
+ public:
+  TunerRegistration() = default;
+  TunerRegistration(Tuner* tuner, Tunable* tunable) : tuner_(tuner), tunable_(tunable) {
+    if (tuner_ != nullptr) tuner_->Register(tunable_);
+  }
+  TunerRegistration(const TunerRegistration&) = delete;
+  TunerRegistration& operator=(const TunerRegistration&) = delete;
+  ~TunerRegistration() { Reset(); }
+  void Reset() {
+    if (tuner_ != nullptr) tuner_->Unregister(tunable_);
+    tuner_ = nullptr;
+  }
+
+ private:
+  Tuner* tuner_ = nullptr;
+  Tunable* tunable_ = nullptr;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_AUTOTUNE_H_

@@ -1,0 +1,363 @@
+// Dataset<T>: an immutable, cheap-to-copy description of a stream of T. Every op returns a new Dataset;
+// nothing runs until MakeIterator(), and every iterator starts from the beginning.
+//
+// Elements are ordinary C++ values. Semantics follow tf.data's documentation op by op (see each header
+// in sluice/ops/). Argument errors (Batch(0), Shard(0, 0), Range step 0) cannot be thrown from a chain of
+// builders, so such a dataset yields the InvalidArgument error as its one element.
+//
+//   Dataset<int64_t> ds = Range(100).Filter([](int64_t x) { return x % 2 == 0; }).Map([](int64_t x) {
+//     return x * x;
+//   });
+//   Iterator<int64_t> it = ds.MakeIterator();
+//   for (absl::StatusOr<int64_t> x : it) { ... }          // plain thread
+//   while (true) { auto x = co_await it.Next(); ... }     // coroutine
+#ifndef SLUICE_OPS_DATASET_H_
+#define SLUICE_OPS_DATASET_H_
+
+#include <cstdint>
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/iterator.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/batch.h"
+#include "sluice/ops/bucket_by_sequence_length.h"
+#include "sluice/ops/cache.h"
+#include "sluice/ops/concatenate.h"
+#include "sluice/ops/enumerate_shard.h"
+#include "sluice/ops/error_source.h"
+#include "sluice/ops/file_sources.h"
+#include "sluice/ops/filter.h"
+#include "sluice/ops/from_generator.h"
+#include "sluice/ops/from_vector.h"
+#include "sluice/ops/ignore_errors.h"
+#include "sluice/ops/interleave.h"
+#include "sluice/ops/map.h"
+#include "sluice/ops/padded_batch.h"
+#include "sluice/ops/parallel_interleave.h"
+#include "sluice/ops/parallel_map.h"
+#include "sluice/ops/parse_example.h"
+#include "sluice/ops/prefetch.h"
+#include "sluice/ops/range.h"
+#include "sluice/ops/rebatch.h"
+#include "sluice/ops/repeat.h"
+#include "sluice/ops/sample_from_datasets.h"
+#include "sluice/ops/scan.h"
+#include "sluice/ops/shuffle.h"
+#include "sluice/ops/take_skip.h"
+#include "sluice/ops/take_while.h"
+#include "sluice/ops/unbatch.h"
+#include "sluice/ops/zip.h"
+#include "sluice/ops/options.h"
+#include "sluice/engine/thread_pool.h"
+
+namespace sluice {
+
+using ops::kAutotune;
+
+namespace detail {
+template <class T>
+struct IsVector : std::false_type {};
+template <class U>
+struct IsVector<std::vector<U>> : std::true_type {};
+}  // namespace detail
+
+template <class T>
+class Dataset {
+ public:
+  using element_type = T;
+
+  explicit Dataset(NodePtr<T> node) : node_(std::move(node)) {}
+
+  const NodePtr<T>& node() const { return node_; }
+  int64_t Cardinality() const { return node_->cardinality(); }
+  std::string DebugString() const { return sluice::DebugString(*node_); }
+
+  Iterator<T> MakeIterator(Options options = {}) const {
+    auto context = std::make_shared<IteratorContext>();
+    context->options = options;
+    if (options.thread_pool_size > 0) {
+      context->private_pool = std::make_shared<ThreadPool>(options.thread_pool_size);
+      context->pool = context->private_pool.get();
+    } else {
+      context->pool = &ThreadPool::Default();
+    }
+    IteratorContextPtr shared = std::move(context);
+    return Iterator<T>(node_->MakeStream(shared), shared);
+  }
+
+  // f: T -> U or absl::StatusOr<U>. `name` identifies f in DebugString and, once registered, on the wire.
+  template <class F>
+  auto Map(F f, std::string name = "<function>") const {
+    using Node = ops::MapNode<T, F>;
+    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), std::move(name)));
+  }
+
+  // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
+  // deterministic unset = Options::deterministic. See sluice/ops/parallel_map.h.
+  template <class F>
+  auto Map(F f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt,
+           std::string name = "<function>") const {
+    return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(
+        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, std::move(name)));
+  }
+
+  // predicate: const T& -> bool or absl::StatusOr<bool>.
+  template <class P>
+  Dataset<T> Filter(P predicate, std::string name = "<function>") const {
+    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate), std::move(name)));
+  }
+
+  Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
+  Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
+
+  // Batched<T>: stacked Tensors, tuples of them, stacked ParsedExamples, else std::vector<T> (ops/batch.h).
+  // num_parallel_calls >= 2 (or kAutotune) stacks several batches at once on the pool.
+  Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0,
+                            std::optional<bool> deterministic = std::nullopt) const {
+    return Dataset<Batched<T>>(
+        ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls, deterministic));
+  }
+
+  Dataset<T> Repeat(int64_t count = -1) const {
+    return Dataset<T>(std::make_shared<ops::RepeatNode<T>>(node_, count));
+  }
+
+  Dataset<std::pair<int64_t, T>> Enumerate(int64_t start = 0) const {
+    return Dataset<std::pair<int64_t, T>>(std::make_shared<ops::EnumerateNode<T>>(node_, start));
+  }
+
+  Dataset<T> Shard(int64_t num_shards, int64_t index) const {
+    return Dataset<T>(ops::MakeShard<T>(node_, num_shards, index));
+  }
+
+  Dataset<T> Prefetch(int64_t buffer_size) const { return Dataset<T>(ops::MakePrefetch<T>(node_, buffer_size)); }
+
+  // seed unset: a random seed drawn now. See sluice/ops/shuffle.h.
+  Dataset<T> Shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
+                     bool reshuffle_each_iteration = true) const {
+    return Dataset<T>(ops::MakeShuffle<T>(node_, buffer_size, seed, reshuffle_each_iteration));
+  }
+
+  // f: T -> Dataset<U> (or absl::StatusOr<Dataset<U>>). cycle_length kAutotune = the machine's cores.
+  template <class F>
+  auto Interleave(F f, int64_t cycle_length = kAutotune, int64_t block_length = 1,
+                  std::string name = "<function>") const {
+    using Node = ops::InterleaveNode<T, F>;
+    using U = typename Node::U;
+    if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    if (cycle_length <= 0 || block_length <= 0) {
+      return Dataset<U>(ops::MakeErrorSource<U>(
+          "Interleave", absl::InvalidArgumentError(absl::StrCat("Interleave: cycle_length (", cycle_length,
+                                                                ") and block_length (", block_length,
+                                                                ") must be > 0"))));
+    }
+    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), std::move(name), cycle_length,
+                                             block_length));
+  }
+
+  // Parallel form (num_parallel_calls 0: sequential; kAutotune: tuned); deterministic unset =
+  // Options::deterministic. See sluice/ops/parallel_interleave.h.
+  template <class F>
+  auto Interleave(F f, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
+                  std::optional<bool> deterministic = std::nullopt, std::string name = "<function>") const {
+    if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    return Dataset<typename ops::InterleaveNode<T, F>::U>(ops::MakeParallelInterleave<T, F>(
+        node_, std::move(f), cycle_length, block_length, num_parallel_calls, deterministic, std::move(name)));
+  }
+
+  // Interleave(f, 1, 1): each sub-dataset in full, in input order.
+  template <class F>
+  auto FlatMap(F f, std::string name = "<function>") const {
+    using Node = ops::InterleaveNode<T, F>;
+    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f), std::move(name), 1, 1));
+  }
+
+  template <class P>
+  Dataset<T> TakeWhile(P predicate, std::string name = "<function>") const {
+    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate), std::move(name)));
+  }
+
+  Dataset<T> Concatenate(const Dataset<T>& other) const {
+    return Dataset<T>(std::make_shared<ops::ConcatenateNode<T>>(node_, other.node()));
+  }
+
+  // The rows of each batch (vectors, Tensors, tuples of Tensors, ParsedExamples), see ops/unbatch.h.
+  auto Unbatch() const
+    requires ops::IsUnbatchable<T>
+  {
+    return Dataset<ops::Unbatched<T>>(std::make_shared<ops::UnbatchNode<T>>(node_));
+  }
+
+  // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.
+  Dataset<T> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
+                         std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const
+    requires ops::IsPaddable<T>
+  {
+    return Dataset<T>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
+                                              std::move(padding_values), drop_remainder));
+  }
+
+  // Batches regrouped into batches of batch_size rows, or cycling through batch_sizes (ops/rebatch.h).
+  Dataset<T> Rebatch(int64_t batch_size, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, {batch_size}, drop_remainder));
+  }
+  Dataset<T> Rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder = false) const
+    requires IsConcatenable<T>
+  {
+    return Dataset<T>(ops::MakeRebatch<T>(node_, std::move(batch_sizes), drop_remainder));
+  }
+
+  // f: const T& -> integer length (or StatusOr). See ops/bucket_by_sequence_length.h.
+  template <class F>
+  Dataset<Batched<T>> BucketBySequenceLength(F element_length_func, std::vector<int64_t> bucket_boundaries,
+                                             std::vector<int64_t> bucket_batch_sizes,
+                                             std::vector<ops::PaddedShape> padded_shapes = {},
+                                             std::vector<Tensor> padding_values = {},
+                                             bool pad_to_bucket_boundary = false, bool no_padding = false,
+                                             bool drop_remainder = false, std::string name = "<function>") const {
+    return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
+        node_, std::move(element_length_func), std::move(name),
+        ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
+                           std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
+  }
+
+  // Serialized tf.train.Examples (one per string, or a batch per vector) parsed by `spec` (ops/parse_example.h).
+  Dataset<ParsedExample> ParseExample(ParseSpec spec) const
+    requires ops::IsSerializedExamples<T>
+  {
+    return Dataset<ParsedExample>(ops::MakeParseExample<T>(node_, std::move(spec)));
+  }
+
+  // Cache() caches in memory; Cache(path) in files that persist across runs ("" = memory, but needs an
+  // ElementCodec like any path). See sluice/ops/cache.h.
+  Dataset<T> Cache() const { return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, "")); }
+  Dataset<T> Cache(std::string filename) const {
+    static_assert(HasElementCodec<T>, "Cache(filename): the element type has no sluice::ElementCodec "
+                                      "(sluice/ops/element_codec.h); specialise it, or cache in memory with Cache()");
+    return Dataset<T>(std::make_shared<ops::CacheNode<T>>(node_, std::move(filename)));
+  }
+
+  // f(const State&, T) -> std::pair<State, U> (or absl::StatusOr of it). See sluice/ops/scan.h.
+  template <class State, class F>
+  auto Scan(State initial_state, F f, std::string name = "<function>") const {
+    using Node = ops::ScanNode<T, State, F>;
+    return Dataset<typename Node::U>(
+        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), std::move(name)));
+  }
+
+  // Drops error elements, counting them in `counter` when given. See sluice/ops/ignore_errors.h.
+  Dataset<T> IgnoreErrors(bool log_warning = false, std::shared_ptr<ErrorCounter> counter = nullptr) const {
+    return Dataset<T>(std::make_shared<ops::IgnoreErrorsNode<T>>(node_, log_warning, std::move(counter)));
+  }
+
+ private:
+  NodePtr<T> node_;
+};
+
+// Pairs of elements until the shorter dataset ends (tf.data.Dataset.zip; see sluice/ops/zip.h).
+template <class A, class B>
+Dataset<std::pair<A, B>> Zip(const Dataset<A>& a, const Dataset<B>& b) {
+  return Dataset<std::pair<A, B>>(std::make_shared<ops::ZipNode<std::pair<A, B>, A, B>>(a.node(), b.node()));
+}
+
+// Tuples of elements from three or more datasets, until the shortest ends.
+template <class A, class B, class C, class... Rest>
+Dataset<std::tuple<A, B, C, Rest...>> Zip(const Dataset<A>& a, const Dataset<B>& b, const Dataset<C>& c,
+                                          const Dataset<Rest>&... rest) {
+  using Out = std::tuple<A, B, C, Rest...>;
+  return Dataset<Out>(
+      std::make_shared<ops::ZipNode<Out, A, B, C, Rest...>>(a.node(), b.node(), c.node(), rest.node()...));
+}
+
+// The files matching `patterns` (glob), sorted; shuffled by default as tf.data.Dataset.list_files.
+inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, bool shuffle = true,
+                                      std::optional<uint64_t> seed = std::nullopt) {
+  absl::StatusOr<std::vector<std::string>> files = ops::MatchFiles(patterns);
+  if (!files.ok()) return Dataset<std::string>(ops::MakeErrorSource<std::string>("ListFiles", files.status()));
+  return Dataset<std::string>(std::make_shared<ops::ListFilesNode>(std::move(*files), shuffle, seed));
+}
+
+// The records of TFRecord files, file after file (tf.data.TFRecordDataset).
+inline Dataset<std::string> TFRecord(std::vector<std::string> files, Compression compression = Compression::kNone) {
+  return Dataset<std::string>(
+      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTFRecord, compression));
+}
+
+// The lines of text files, without their line endings (tf.data.TextLineDataset).
+inline Dataset<std::string> TextLines(std::vector<std::string> files, Compression compression = Compression::kNone) {
+  return Dataset<std::string>(
+      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTextLines, compression));
+}
+
+// Range(stop) = Range(0, stop, 1), as tf.data.Dataset.range.
+inline Dataset<int64_t> Range(int64_t start, int64_t stop, int64_t step = 1) {
+  return Dataset<int64_t>(ops::MakeRange(start, stop, step));
+}
+inline Dataset<int64_t> Range(int64_t stop) { return Range(0, stop, 1); }
+
+// The values in order (tf.data's from_tensor_slices over a list of elements).
+template <class T>
+Dataset<T> FromVector(std::vector<T> values) {
+  return Dataset<T>(std::make_shared<ops::FromVectorNode<T>>(
+      std::make_shared<const std::vector<T>>(std::move(values))));
+}
+
+// factory() -> a callable returning std::optional<T> (or absl::StatusOr of it), or an AsyncGenerator;
+// called anew for every iteration. See sluice/ops/from_generator.h.
+template <class Factory>
+auto FromGenerator(Factory factory, std::string name = "<function>") {
+  using Node = ops::FromGeneratorNode<Factory>;
+  return Dataset<typename Node::T>(std::make_shared<Node>(std::move(factory), std::move(name)));
+}
+
+// Records of record_bytes from each file, after header_bytes and before footer_bytes
+// (tf.data.FixedLengthRecordDataset). See sluice/ops/file_sources.h.
+inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, int64_t record_bytes,
+                                               int64_t header_bytes = 0, int64_t footer_bytes = 0,
+                                               Compression compression = Compression::kNone) {
+  if (record_bytes <= 0 || header_bytes < 0 || footer_bytes < 0) {
+    return Dataset<std::string>(ops::MakeErrorSource<std::string>(
+        "FixedLengthRecords",
+        absl::InvalidArgumentError(absl::StrCat("FixedLengthRecords: record_bytes (", record_bytes,
+                                                ") must be > 0 and header_bytes (", header_bytes,
+                                                ") and footer_bytes (", footer_bytes, ") >= 0"))));
+  }
+  ops::FixedLengthLayout layout{static_cast<uint64_t>(record_bytes), static_cast<uint64_t>(header_bytes),
+                                static_cast<uint64_t>(footer_bytes)};
+  return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kFixedLength,
+                                                                    compression, layout));
+}
+
+// Elements drawn at random from `datasets` by `weights` (empty = uniform). See sluice/ops/sample_from_datasets.h.
+template <class T>
+Dataset<T> SampleFromDatasets(const std::vector<Dataset<T>>& datasets, std::vector<double> weights = {},
+                              std::optional<uint64_t> seed = std::nullopt, bool stop_on_empty_dataset = false) {
+  std::vector<NodePtr<T>> nodes;
+  for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
+  return Dataset<T>(ops::MakeSampleFromDatasets<T>(std::move(nodes), std::move(weights), seed, stop_on_empty_dataset));
+}
+
+// The next element of datasets[k] for each k of `choices`. See sluice/ops/sample_from_datasets.h.
+template <class T>
+Dataset<T> ChooseFromDatasets(const std::vector<Dataset<T>>& datasets, const Dataset<int64_t>& choices,
+                              bool stop_on_empty_dataset = true) {
+  std::vector<NodePtr<T>> nodes;
+  for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
+  return Dataset<T>(ops::MakeChooseFromDatasets<T>(std::move(nodes), choices.node(), stop_on_empty_dataset));
+}
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_DATASET_H_

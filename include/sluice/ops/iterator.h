@@ -1,0 +1,205 @@
+// Iterator<T>: one pass over a Dataset<T>, made by Dataset::MakeIterator().
+//
+// Contract:
+// - `co_await it.Next()` gives absl::StatusOr<std::optional<T>>: an element, std::nullopt at the end
+//   (end of sequence is not an error, and stays the end), or an error for that element. After an error
+//   the iterator may be pulled again (tf.data semantics); most errors are per element.
+// - NextBlocking() is the same for plain threads; range-for (`for (absl::StatusOr<T> x : it)`) uses it.
+// - When every op in the pipeline is synchronous, Next() completes without suspending or allocating.
+// - Cancellation: Next() observes the awaiting coroutine's stop token while it waits.
+// - Threading: one consumer at a time. Destroying the iterator stops and joins the work its ops
+//   started, blocking; do it on a thread that is not one of the iterator's pool workers, or first
+//   `co_await it.Close()`.
+// - Close(): an awaitable that cancels and awaits everything the pipeline started without blocking the
+//   awaiting thread: the pipeline is torn down on a helper thread (where blocking joins are harmless)
+//   and the awaiting coroutine resumes on the iterator's pool when it is gone. Afterwards Next() returns
+//   the end (std::nullopt), and the destructor no longer blocks on the pipeline. Closing twice is a
+//   no-op; Close itself is not cancellable (teardown always completes). Call it only when no Next() is
+//   pending.
+//
+//   Task<void> Consume(Iterator<int64_t> it) {     // e.g. running on a pool worker
+//     for (int i = 0; i < 10; ++i) (void)co_await it.Next();
+//     co_await it.Close();                         // safe here; ~Iterator would block this worker
+//   }
+#ifndef SLUICE_OPS_ITERATOR_H_
+#define SLUICE_OPS_ITERATOR_H_
+
+#include <coroutine>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <semaphore>
+#include <thread>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/stream.h"
+#include "sluice/engine/sync_wait.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
+
+namespace sluice {
+
+template <class T>
+class Iterator {
+ public:
+  using Result = absl::StatusOr<std::optional<T>>;
+
+  Iterator(std::unique_ptr<Stream<T>> stream, IteratorContextPtr context)
+      : context_(std::move(context)), stream_(std::move(stream)) {}
+  Iterator(Iterator&&) noexcept = default;
+  Iterator& operator=(Iterator&& other) noexcept {
+    if (this != &other) {
+      stream_.reset();
+      JoinCloser();
+      context_ = std::move(other.context_);
+      stream_ = std::move(other.stream_);
+      element_ = std::move(other.element_);
+      closer_ = std::move(other.closer_);
+    }
+    return *this;
+  }
+  ~Iterator() {
+    stream_.reset();  // before the context that may own a private pool
+    JoinCloser();
+  }
+
+  // See the contract above: `co_await it.Close();`.
+  class [[nodiscard]] CloseAwaiter {
+   public:
+    explicit CloseAwaiter(Iterator* it) : it_(it) {}
+    bool await_ready() const noexcept { return it_->stream_ == nullptr; }
+    void await_suspend(std::coroutine_handle<> awaiting) {
+      it_->JoinCloser();
+      auto go = std::make_shared<std::binary_semaphore>(0);
+      it_->closer_ = std::thread([go, stream = std::move(it_->stream_), pool = it_->context_->pool,
+                                  awaiting]() mutable {
+        // Waits until closer_ is stored: once `awaiting` resumes it may destroy the iterator, which
+        // joins this thread.
+        go->acquire();
+        stream.reset();
+        pool->Execute(awaiting);
+      });
+      go->release();
+    }
+    void await_resume() const noexcept {}
+
+   private:
+    Iterator* it_;
+  };
+  CloseAwaiter Close() { return CloseAwaiter(this); }
+
+  // What the iterator's ops share (its pool, options).
+  const IteratorContext& context() const { return *context_; }
+
+  // Polls first; only when the pipeline has nothing ready does it run a coroutine that waits.
+  class [[nodiscard]] NextAwaiter {
+   public:
+    explicit NextAwaiter(Iterator* it) : it_(it) {}
+    bool await_ready() { return it_->TryNext(&ready_); }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiting) {
+      slow_ = NextSlow(it_);
+      slow_awaiter_.emplace(slow_.handle());
+      return slow_awaiter_->await_suspend(awaiting);
+    }
+    Result await_resume() {
+      if (slow_awaiter_) return slow_awaiter_->await_resume();
+      return std::move(*ready_);
+    }
+
+   private:
+    Iterator* it_;
+    std::optional<Result> ready_;
+    Task<Result> slow_;
+    std::optional<typename Task<Result>::Awaiter> slow_awaiter_;
+  };
+
+  NextAwaiter Next() { return NextAwaiter(this); }
+
+  Result NextBlocking() {
+    std::optional<Result> ready;
+    if (TryNext(&ready)) return std::move(*ready);
+    return SyncWait(NextSlow(this));
+  }
+
+  // Range-for over the remaining elements (blocking); errors are elements.
+  class InputIterator {
+   public:
+    using value_type = absl::StatusOr<T>;
+    using difference_type = std::ptrdiff_t;
+    InputIterator() = default;
+    explicit InputIterator(Iterator* it) : it_(it) { Advance(); }
+    value_type& operator*() { return *current_; }
+    InputIterator& operator++() {
+      Advance();
+      return *this;
+    }
+    void operator++(int) { Advance(); }
+    bool operator==(std::default_sentinel_t) const { return !current_.has_value(); }
+
+   private:
+    void Advance() {
+      Result next = it_->NextBlocking();
+      if (!next.ok()) {
+        current_.emplace(std::move(next).status());
+      } else if (next->has_value()) {
+        current_.emplace(std::move(**next));
+      } else {
+        current_.reset();
+      }
+    }
+    Iterator* it_ = nullptr;
+    std::optional<value_type> current_;
+  };
+  InputIterator begin() { return InputIterator(this); }
+  std::default_sentinel_t end() { return {}; }
+
+ private:
+  void JoinCloser() {
+    if (closer_.joinable()) closer_.join();
+  }
+
+  // True with *out set when the pipeline answered without waiting.
+  bool TryNext(std::optional<Result>* out) {
+    if (stream_ == nullptr) {  // closed (or moved from)
+      out->emplace(std::nullopt);
+      return true;
+    }
+    switch (stream_->Poll(&element_)) {
+      case PollState::kReady:
+        if (element_.ok()) {
+          out->emplace(std::optional<T>(std::move(*element_)));
+        } else {
+          out->emplace(std::move(element_).status());
+        }
+        return true;
+      case PollState::kEnd:
+        out->emplace(std::nullopt);
+        return true;
+      case PollState::kPending:
+        return false;
+    }
+    return false;
+  }
+
+  static Task<Result> NextSlow(Iterator* it) {
+    for (;;) {
+      std::optional<Result> ready;
+      if (it->TryNext(&ready)) co_return std::move(*ready);
+      std::stop_token stop = co_await CurrentStopToken();
+      if (stop.stop_requested()) co_return absl::CancelledError("Iterator::Next cancelled");
+      co_await it->stream_->WaitReady();
+    }
+  }
+
+  IteratorContextPtr context_;
+  std::unique_ptr<Stream<T>> stream_;  // destroyed before the context that owns a private pool
+  absl::StatusOr<T> element_;
+  std::thread closer_;  // the thread that ran Close's teardown; joined before the next one, and at the end
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_ITERATOR_H_

@@ -1,0 +1,78 @@
+// OpNode: the immutable definition of one dataset op: its stable name, its parameters as named values,
+// its inputs and its cardinality. Node<T> adds the element type and makes Streams.
+//
+// Definitions never hold iteration state, so one definition serves any number of iterators at once,
+// and a pipeline can be walked (for printing, serialising to remote workers, checkpoint layouts) without
+// running it. A user function appears as a parameter holding its registered name, or "<function>" when
+// it has none (such a pipeline cannot cross the wire).
+#ifndef SLUICE_OPS_OP_NODE_H_
+#define SLUICE_OPS_OP_NODE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "sluice/ops/options.h"
+#include "sluice/ops/stream.h"
+
+namespace sluice {
+
+class ThreadPool;
+class OpNode;
+class Tuner;
+
+using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+
+struct Param {
+  std::string name;
+  ParamValue value;
+};
+
+// What every stream of one iterator shares: where parallel work runs and the options it was made with.
+struct IteratorContext {
+  ThreadPool* pool = nullptr;
+  Options options;
+  std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
+  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source `target` keeps files i with
+  // i mod num_shards == index when it makes its stream. Other nodes ignore it.
+  struct FileShard {
+    const OpNode* target = nullptr;
+    int64_t num_shards = 1;
+    int64_t index = 0;
+  };
+  FileShard file_shard;
+  // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
+  mutable std::mutex tuner_mu;
+  mutable std::shared_ptr<Tuner> tuner;
+};
+using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
+
+class OpNode {
+ public:
+  virtual ~OpNode() = default;
+  virtual std::string_view op_name() const = 0;
+  virtual std::vector<Param> params() const = 0;
+  virtual std::vector<std::shared_ptr<const OpNode>> inputs() const = 0;
+  virtual int64_t cardinality() const = 0;
+};
+
+template <class T>
+class Node : public OpNode {
+ public:
+  using element_type = T;
+  virtual std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const = 0;
+};
+
+template <class T>
+using NodePtr = std::shared_ptr<const Node<T>>;
+
+// "Range(start=0, stop=10, step=1)" and its inputs, one op per line, innermost last.
+std::string DebugString(const OpNode& node);
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_OP_NODE_H_

@@ -1,0 +1,27 @@
+// Options: how an iterator runs a pipeline. Passed to Dataset::MakeIterator.
+//
+// deterministic: ops with parallelism return elements in the order a sequential run would (default, as
+//   tf.data); false lets them return in completion order where that is faster. An op's own
+//   `deterministic` argument overrides this.
+// thread_pool_size: 0 runs parallel work on ThreadPool::Default(); N > 0 gives this iterator a private
+//   pool of N threads.
+// autotune / cpu_budget / ram_budget_bytes: limits for the tuner of kAutotune parameters (0 = the
+//   machine's cores / half its memory).
+#ifndef SLUICE_OPS_OPTIONS_H_
+#define SLUICE_OPS_OPTIONS_H_
+
+#include <cstdint>
+
+namespace sluice {
+
+struct Options {
+  bool deterministic = true;
+  int thread_pool_size = 0;
+  bool autotune = true;
+  int cpu_budget = 0;
+  int64_t ram_budget_bytes = 0;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_OPTIONS_H_
