@@ -24,8 +24,9 @@
 //   it sees that flag after its own count update, so no wake-up is lost and an idle queue costs nothing
 //   (no spinning; a blocking waiter yields a few times, then sleeps on a condition variable). A woken
 //   coroutine resumes through `executor` when one was given, else inline on the waking thread once the
-//   mutex is released. Under TSan the storage is a mutex-guarded deque (TSan does not model moodycamel's
-//   fences); the parking protocol is the same code.
+//   mutex is released. In a library built for TSan (SLUICE_REPLICA_QUEUE_LOCKED_STORAGE in sluice/config.h,
+//   fixed at the library's build so every translation unit agrees on the layout) the storage is a
+//   mutex-guarded deque (TSan does not model moodycamel's fences); the parking protocol is the same code.
 // - The queue must outlive every pending operation. T must be move-constructible.
 //
 //   ReplicaQueues<Batch> queues(/*num_replicas=*/4, /*capacity=*/2);
@@ -55,20 +56,8 @@
 #include "absl/status/statusor.h"
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/waiter_list.h"
+#include "sluice/config.h"
 #include "sluice/engine/executor.h"
-
-#if !defined(SLUICE_REPLICA_QUEUE_LOCKED_STORAGE)
-#if defined(__SANITIZE_THREAD__)
-#define SLUICE_REPLICA_QUEUE_LOCKED_STORAGE 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SLUICE_REPLICA_QUEUE_LOCKED_STORAGE 1
-#endif
-#endif
-#endif
-#if !defined(SLUICE_REPLICA_QUEUE_LOCKED_STORAGE)
-#define SLUICE_REPLICA_QUEUE_LOCKED_STORAGE 0
-#endif
 
 #if SLUICE_REPLICA_QUEUE_LOCKED_STORAGE
 #include <deque>
