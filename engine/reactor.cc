@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -14,14 +13,24 @@
 #include "absl/strings/str_cat.h"
 #include "engine/thread_io_backend.h"
 #include "engine/uring_reactor.h"
+#include "sluice/engine/log.h"
 
 namespace sluice {
 namespace {
 
-// One line per process, whichever report comes first (a fallback in Create, or DefaultReactor's choice).
-void ReportOnce(const std::string& line) {
-  static std::atomic<bool> reported{false};
-  if (!reported.exchange(true)) std::fprintf(stderr, "%s\n", line.c_str());
+// Once per process, as tests and services create many reactors. The flag is spent only when the message
+// is delivered, so raising the level later still shows the next fallback.
+void LogFallbackOnce(LogLevel level, const std::string& message) {
+  static std::atomic<bool> logged{false};
+  if (LogEnabled(level) && !logged.exchange(true)) Log(level, message);
+}
+
+// The backend choice is routine: debug only, for every reactor (DefaultReactor's included).
+std::unique_ptr<Reactor> Chosen(std::unique_ptr<Reactor> reactor) {
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, absl::StrCat("I/O backend ", std::string(reactor->backend_name())));
+  }
+  return reactor;
 }
 
 absl::StatusOr<std::optional<IoBackend>> BackendFromEnvironment() {
@@ -44,29 +53,32 @@ absl::StatusOr<std::unique_ptr<Reactor>> Reactor::Create(ReactorOptions options)
     backend = *from_env;
   }
   if (backend == IoBackend::kThreads) {
-    return std::unique_ptr<Reactor>(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
+    return Chosen(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
   }
   int init_errno = 0;
   absl::StatusOr<std::unique_ptr<detail::UringReactor>> uring =
       detail::UringReactor::Create(options.queue_depth, &init_errno);
-  if (uring.ok()) return std::unique_ptr<Reactor>(std::move(*uring));
+  if (uring.ok()) return Chosen(std::move(*uring));
   // Forced io_uring, or a failure other than the ring being refused: the caller must hear about it.
   if (backend == IoBackend::kUring || init_errno == 0) return uring.status();
-  ReportOnce(absl::StrCat("sluice: io_uring unavailable (", std::strerror(init_errno), "), using threads backend"));
-  return std::unique_ptr<Reactor>(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
+  // Info, not warning: the documented automatic choice in many containers (seccomp refuses the ring),
+  // same results, and the user asked for nothing that is being denied.
+  LogFallbackOnce(LogLevel::kInfo,
+                  absl::StrCat("io_uring unavailable (", std::strerror(init_errno), "); using the threads backend"));
+  return Chosen(std::make_unique<detail::ThreadIoBackend>(options.io_threads));
 }
 
 Reactor& DefaultReactor() {
   static Reactor* const reactor = [] {
     absl::StatusOr<std::unique_ptr<Reactor>> created = Reactor::Create();
     if (!created.ok()) {
-      // A bad SLUICE_IO_BACKEND or a forced io_uring that fails: the process still needs I/O.
-      ReportOnce(absl::StrCat("sluice: ", created.status().ToString(), "; using threads backend"));
+      // A bad SLUICE_IO_BACKEND or a forced io_uring that fails: the process still needs I/O, but the
+      // user asked for something else, so this one is a warning (once: this initialiser runs once).
+      Log(LogLevel::kWarning, absl::StrCat(created.status().ToString(), "; using the threads backend"));
       ReactorOptions options;
       options.backend = IoBackend::kThreads;
       created = Reactor::Create(options);
     }
-    ReportOnce(absl::StrCat("sluice: I/O backend ", std::string((*created)->backend_name())));
     return created->release();  // intentionally never destroyed
   }();
   return *reactor;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/detail/transfer.h"
+#include "sluice/engine/log.h"
 
 namespace sluice::detail {
 namespace {
@@ -135,6 +135,7 @@ void UringReactor::Loop() {
   constexpr unsigned kBatch = 64;
   io_uring_cqe* cqes[kBatch];
   std::pair<uint64_t, int> reaped[kBatch];
+  int last_submit_error = 0;
   while (true) {
     const bool drained = DrainPosted();
     FlushPending();
@@ -155,7 +156,14 @@ void UringReactor::Loop() {
     // One syscall per iteration submits the whole batch and, when nothing else is runnable, waits.
     const int rc = drained && local_.empty() ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
     if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
-      std::fprintf(stderr, "sluice: io_uring_submit failed: %s\n", std::strerror(-rc));
+      // Error level: no Status reaches anyone from here, and I/O may stall. Once per run of the same
+      // failure, or a persistent one would log at the rate this loop spins.
+      if (rc != last_submit_error && LogEnabled(LogLevel::kError)) {
+        Log(LogLevel::kError, absl::StrCat("io_uring_submit failed: ", std::strerror(-rc)));
+      }
+      last_submit_error = rc;
+    } else if (rc >= 0) {
+      last_submit_error = 0;
     }
     // Copy the CQEs out and release the ring slots before resuming anyone.
     while (true) {

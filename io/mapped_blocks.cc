@@ -86,6 +86,7 @@ struct ReactorThreadCheck {
   ReactorThreadCheck& operator=(const ReactorThreadCheck&) = delete;
   ~ReactorThreadCheck() {
     if (scope->pending() > 0 && thread->load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+      // A crash path: straight to stderr, whatever the log level and sink (see sluice/engine/log.h).
       std::fprintf(stderr,
                    "sluice: a ReadBlocks generator was destroyed on the reactor thread while mapping, which "
                    "would deadlock; set SequentialReadOptions::resume_on\n");

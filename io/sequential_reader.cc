@@ -123,6 +123,7 @@ struct ReactorThreadCheck {
   ~ReactorThreadCheck() {
     if (uring && scope->pending() > 0 &&
         completion_thread->load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+      // A crash path: straight to stderr, whatever the log level and sink (see sluice/engine/log.h).
       std::fprintf(stderr,
                    "sluice: a ReadBlocks generator was destroyed on the io_uring reactor thread with reads in "
                    "flight, which would deadlock; set SequentialReadOptions::resume_on\n");

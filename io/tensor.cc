@@ -270,6 +270,7 @@ void* Tensor::raw_data() const {
 
 void Tensor::CheckType(DType requested) const {
   if (requested != dtype_) {
+    // A crash path: straight to stderr, whatever the log level and sink (see sluice/engine/log.h).
     std::fprintf(stderr, "sluice::Tensor: element type %s requested from a %s tensor\n",
                  std::string(DTypeName(requested)).c_str(), std::string(DTypeName(dtype_)).c_str());
     std::abort();

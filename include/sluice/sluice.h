@@ -15,6 +15,7 @@
 #include "sluice/engine/async_semaphore.h"
 #include "sluice/engine/channel.h"
 #include "sluice/engine/executor.h"
+#include "sluice/engine/log.h"
 #include "sluice/engine/reactor.h"
 #include "sluice/engine/run_loop.h"
 #include "sluice/engine/status_macros.h"

@@ -5,8 +5,9 @@
 // - Elements: every OK element of the input, in order; each error element is skipped and counted.
 //   CancelledError elements are not dropped (tf.data does not ignore cancellation either): they pass
 //   through so a cancelled pipeline still reports it.
-// - log_warning: each dropped error is written to stderr ("IgnoreErrors: dropped error: <status>"), as
-//   tf.data logs a warning.
+// - log_warning (default false, as tf.data): each dropped error is logged at warning level through
+//   sluice/engine/log.h ("IgnoreErrors: dropped error: <status>"), as tf.data logs a warning. Without
+//   it nothing is logged; the counter below still sees every drop.
 // - Counting: pass an ErrorCounter to read how many errors were dropped. One counter may be shared by
 //   every iterator of the dataset (and by several datasets): it sums them all. It is thread-safe and
 //   may be read at any time from any thread while iterators run.
@@ -22,12 +23,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/engine/log.h"
 #include "sluice/ops/op_node.h"
 
 namespace sluice {
@@ -66,9 +68,8 @@ class IgnoreErrorsNode final : public Node<T> {
       for (;;) {
         PollState state = input_->Poll(out);
         if (state != PollState::kReady || out->ok() || absl::IsCancelled(out->status())) return state;
-        if (log_warning_) {
-          std::string text = out->status().ToString();
-          std::fprintf(stderr, "IgnoreErrors: dropped error: %s\n", text.c_str());
+        if (log_warning_ && LogEnabled(LogLevel::kWarning)) {
+          Log(LogLevel::kWarning, absl::StrCat("IgnoreErrors: dropped error: ", out->status().ToString()));
         }
         if (counter_) counter_->Add();
       }
