@@ -23,7 +23,8 @@
 //   builds still let them finish (a pending Sleep runs out) before the destructor joins the threads.
 // - Backend choice: ReactorOptions::backend, else the environment variable SLUICE_IO_BACKEND
 //   (`uring` or `threads`), else io_uring, falling back to threads when io_uring_queue_init is refused
-//   (EPERM/ENOSYS in many containers); the fallback is reported once per process on stderr.
+//   (EPERM/ENOSYS in many containers). Nothing is printed: the backend is logged at debug level and the
+//   automatic fallback once at info (sluice/engine/log.h).
 //
 //   absl::StatusOr<std::unique_ptr<Reactor>> io = Reactor::Create();
 //   Task<absl::StatusOr<size_t>> Head(Reactor& io, std::string path, std::span<std::byte> out) {
@@ -102,8 +103,8 @@ class Reactor : public Executor {
 };
 
 // The process-wide reactor, created on first use with default options and never destroyed (so that
-// work still running at exit never touches a dead reactor). Its backend is reported once on stderr:
-// "sluice: I/O backend io_uring" or "sluice: io_uring unavailable (<errno text>), using threads backend".
+// work still running at exit never touches a dead reactor). Its backend goes to the log
+// (sluice/engine/log.h) at debug level, an automatic fallback to threads once at info.
 Reactor& DefaultReactor();
 
 namespace detail {
