@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "sluice/export.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -71,7 +72,7 @@ template <class T>
 using NodePtr = std::shared_ptr<const Node<T>>;
 
 // "Range(start=0, stop=10, step=1)" and its inputs, one op per line, innermost last.
-std::string DebugString(const OpNode& node);
+SLUICE_EXPORT std::string DebugString(const OpNode& node);
 
 }  // namespace sluice
 
