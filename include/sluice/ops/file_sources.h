@@ -56,9 +56,11 @@ SLUICE_EXPORT AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(s
                                                                                FixedLengthLayout layout = {});
 
 // A node that reads (or lists) a fixed list of files known when the dataset is defined.
-class FileListSource {
+// Exported, with its destructor (the key function) in ops/file_sources.cc, for the same reason as OpNode:
+// distribute::FindFileSource in the library dynamic_casts to it, also for sources a program defines.
+class SLUICE_EXPORT FileListSource {
  public:
-  virtual ~FileListSource() = default;
+  virtual ~FileListSource();
   virtual const std::vector<std::string>& files() const = 0;
 };
 
