@@ -14,6 +14,9 @@
 
 namespace sluice::ops {
 
+// The key function: see the class comment in sluice/ops/file_sources.h.
+FileListSource::~FileListSource() = default;
+
 absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns) {
   std::vector<std::string> files;
   for (const std::string& pattern : patterns) {

@@ -32,6 +32,9 @@ void Append(const OpNode& node, int depth, std::string* out) {
 
 }  // namespace
 
+// The key function: see the class comment in sluice/ops/op_node.h.
+OpNode::~OpNode() = default;
+
 std::string DebugString(const OpNode& node) {
   std::string out;
   Append(node, 0, &out);

@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/engine/detail/waiter_list.h"
 #include "sluice/engine/executor.h"
+#include "sluice/export.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/engine/task.h"
 
@@ -46,7 +47,7 @@ namespace sluice {
 enum class AutoShardPolicy { kOff, kFile, kData, kAuto };
 
 // "OFF", "FILE", "DATA", "AUTO" (TensorFlow's names).
-const char* AutoShardPolicyName(AutoShardPolicy policy);
+SLUICE_EXPORT const char* AutoShardPolicyName(AutoShardPolicy policy);
 
 class WorkerAgreement {
  public:
@@ -68,7 +69,7 @@ class WorkerAgreement {
 // (epoch, step) that ORs the workers' bits. An abandoned epoch fails its pending and later calls with
 // Cancelled naming the worker that left. Waiters resume through `executor` (default:
 // ThreadPool::Default()).
-class InProcessWorkerAgreement final : public WorkerAgreement {
+class SLUICE_EXPORT InProcessWorkerAgreement final : public WorkerAgreement {
  public:
   explicit InProcessWorkerAgreement(int num_workers, Executor* executor = nullptr);
   int64_t BeginEpoch(int worker) override;
@@ -81,7 +82,7 @@ class InProcessWorkerAgreement final : public WorkerAgreement {
   int waiting() const;
 
  private:
-  class Arrive;
+  class SLUICE_NO_EXPORT Arrive;
   struct Round {
     std::vector<bool> arrived;
     int arrivals = 0;
@@ -106,11 +107,11 @@ namespace distribute {
 // The static global batch size of a pipeline, as tf.distribute's compute_batch_size finds it: the last
 // Batch op (walking back through ops that keep the batch size: Prefetch, Take, Skip, Shard, Repeat,
 // Shuffle, Filter, TakeWhile) has drop_remainder=true. std::nullopt when unknown.
-std::optional<int64_t> FindStaticBatchSize(const OpNode& root);
+SLUICE_EXPORT std::optional<int64_t> FindStaticBatchSize(const OpNode& root);
 
 // The file-based source FILE sharding would cut, or nullptr: the first node (depth first from the root)
 // that is a FileListSource (ListFiles, TFRecord, TextLines over a list of files).
-const OpNode* FindFileSource(const OpNode& root);
+SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
 
 // The policy that applies, and for FILE the node to shard: kOff for one worker; kAuto resolved; kFile
 // with too few files or no file source -> InvalidArgument.
@@ -119,7 +120,8 @@ struct ShardDecision {
   const OpNode* file_source = nullptr;
   int64_t num_files = 0;
 };
-absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested, int num_workers);
+SLUICE_EXPORT absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
+                                                              int num_workers);
 
 }  // namespace distribute
 }  // namespace sluice

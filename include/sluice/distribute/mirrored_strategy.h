@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/distribute/auto_shard.h"
+#include "sluice/export.h"
 #include "sluice/ops/batching.h"
 #include "sluice/ops/dataset.h"
 #include "sluice/engine/detail/status_traits.h"
@@ -60,7 +61,7 @@
 
 namespace sluice {
 
-class MirroredStrategy {
+class SLUICE_EXPORT MirroredStrategy {
  public:
   explicit MirroredStrategy(int num_replicas) : MirroredStrategy(num_replicas, 1, 0, nullptr) {}
   // `agreement`: how the workers agree on the end of the data (nullptr: each worker ends with its own data).

@@ -29,10 +29,11 @@
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/transfer.h"
 #include "sluice/engine/task.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
-class AsyncScope {
+class SLUICE_EXPORT AsyncScope {
  public:
   AsyncScope() = default;
   AsyncScope(const AsyncScope&) = delete;

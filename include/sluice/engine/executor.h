@@ -23,6 +23,8 @@ class Executor {
 class InlineExecutor final : public Executor {
  public:
   void Execute(std::coroutine_handle<> handle) override { detail::Resume(handle); }
+  // Not exported on purpose: the library and each program may hold their own instance (hidden
+  // visibility), which is harmless because it has no state; do not compare executors with it.
   static InlineExecutor& Instance() {
     static InlineExecutor executor;
     return executor;

@@ -54,6 +54,7 @@
 #include "absl/time/time.h"
 #include "sluice/engine/executor.h"
 #include "sluice/engine/task.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
@@ -75,7 +76,7 @@ struct ReactorOptions {
   int io_threads = 4;
 };
 
-class Reactor : public Executor {
+class SLUICE_EXPORT Reactor : public Executor {
  public:
   // Fails with InvalidArgument for a bad SLUICE_IO_BACKEND value, or with the errno status when the
   // requested backend (explicit or from the environment) cannot start.
@@ -105,13 +106,13 @@ class Reactor : public Executor {
 // The process-wide reactor, created on first use with default options and never destroyed (so that
 // work still running at exit never touches a dead reactor). Its backend goes to the log
 // (sluice/engine/log.h) at debug level, an automatic fallback to threads once at info.
-Reactor& DefaultReactor();
+SLUICE_EXPORT Reactor& DefaultReactor();
 
 namespace detail {
 
 // The part of a scatter/gather transfer still to do, advanced by each (possibly short) completion.
 // Shared by both backends so that the resubmission arithmetic is written and tested once.
-class IoVecCursor {
+class SLUICE_EXPORT IoVecCursor {
  public:
   explicit IoVecCursor(std::vector<iovec> iov);
 
@@ -132,8 +133,8 @@ class IoVecCursor {
 };
 
 // absl::ErrnoToStatus with a message "<op> <what>[ at offset N]: <strerror>".
-absl::Status IoErrorStatus(int error_number, std::string_view op, std::string_view what,
-                           std::optional<uint64_t> offset = std::nullopt);
+SLUICE_EXPORT absl::Status IoErrorStatus(int error_number, std::string_view op, std::string_view what,
+                                         std::optional<uint64_t> offset = std::nullopt);
 
 }  // namespace detail
 }  // namespace sluice

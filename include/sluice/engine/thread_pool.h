@@ -38,10 +38,11 @@
 #include <memory>
 
 #include "sluice/engine/executor.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
-class ThreadPool final : public Executor {
+class SLUICE_EXPORT ThreadPool final : public Executor {
  public:
   // The awaitable of Schedule() and Yield(). It is the whole queue entry: the suspended handle goes into
   // the queue directly, so a hop allocates nothing of its own (the queues grow in amortised blocks).
@@ -88,7 +89,7 @@ class ThreadPool final : public Executor {
   static ThreadPool& Default();
 
  private:
-  struct Impl;
+  struct SLUICE_NO_EXPORT Impl;
 
   // Queues `handle`; false when the pool no longer accepts it and the caller must run it itself.
   bool Enqueue(std::coroutine_handle<> handle, bool yield);

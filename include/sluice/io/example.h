@@ -47,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sluice/export.h"
 #include "sluice/io/tensor.h"
 
 namespace sluice {
@@ -70,7 +71,7 @@ struct VarLenFeature {
   DType dtype = DType::kFloat32;
 };
 
-struct ParseSpec {
+struct SLUICE_EXPORT ParseSpec {
   std::vector<FixedLenFeature> fixed;
   std::vector<VarLenFeature> var;
 
@@ -81,7 +82,7 @@ struct ParseSpec {
 
 // Checks dtypes (kFloat32, kInt64, kString only), shapes (no negative dims), defaults (dtype and element
 // count) and that no key is used twice. The parse functions call it too.
-absl::Status ValidateParseSpec(const ParseSpec& spec);
+SLUICE_EXPORT absl::Status ValidateParseSpec(const ParseSpec& spec);
 
 // Ragged values of a VarLenFeature: row i owns values[offset_i, offset_i + row_lengths[i]) where offset_i is
 // the sum of the earlier lengths (tf.RaggedTensor.from_row_lengths).
@@ -97,15 +98,15 @@ struct ParsedExample {
 };
 
 // One record. Fixed tensors have the spec shape; var row_lengths has shape [1].
-absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
-                                           std::string_view record_name = "");
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
+                                                         std::string_view record_name = "");
 
 // A batch of records, like tf.io.parse_example: fixed tensors have shape [batch, *shape] in one buffer;
 // var values are concatenated over records with one row length per record. `names` (optional) must be
 // empty or have one entry per record. The first bad record fails the whole batch.
-absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
-                                                const ParseSpec& spec,
-                                                std::span<const std::string> names = {});
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
+                                                              const ParseSpec& spec,
+                                                              std::span<const std::string> names = {});
 
 // A feature list entry of a SequenceExample, parsed into [num_steps, *shape]: every step must hold
 // shape.num_elements() values. A missing list is an error unless allow_missing, which gives [0, *shape].
@@ -128,20 +129,20 @@ struct ParsedSequenceExample {
 };
 
 // tf.io.parse_single_sequence_example. Errors as ParseExample, naming the feature list and step.
-absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view serialized,
-                                                           const ParseSpec& context_spec,
-                                                           const SequenceParseSpec& sequence_spec,
-                                                           std::string_view record_name = "");
+SLUICE_EXPORT absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view serialized,
+                                                                         const ParseSpec& context_spec,
+                                                                         const SequenceParseSpec& sequence_spec,
+                                                                         std::string_view record_name = "");
 
 // ---------------------------------------------------------------------------------------------------------
 // Generic decoding (tooling, `sluice inspect`), and building.
 
 enum class FeatureKind : uint8_t { kNone, kBytes, kFloat, kInt64 };
 // "none", "bytes_list", "float_list", "int64_list".
-std::string_view FeatureKindName(FeatureKind kind);
+SLUICE_EXPORT std::string_view FeatureKindName(FeatureKind kind);
 
 // One tf.train.Feature, owning its values; only the list matching `kind` is used.
-struct Feature {
+struct SLUICE_EXPORT Feature {
   FeatureKind kind = FeatureKind::kNone;
   std::vector<std::string> bytes_list;
   std::vector<float> float_list;
@@ -151,7 +152,7 @@ struct Feature {
   static Feature Floats(std::vector<float> values);
   static Feature Int64s(std::vector<int64_t> values);
   size_t size() const;
-  friend bool operator==(const Feature& a, const Feature& b);
+  friend SLUICE_EXPORT bool operator==(const Feature& a, const Feature& b);
 };
 
 // Ordered by key, so printing is deterministic whatever the wire order was.
@@ -168,15 +169,16 @@ struct DecodedSequenceExample {
 };
 
 // Decodes every feature, validating the whole message. Errors: DataLoss on malformed bytes.
-absl::StatusOr<DecodedExample> DecodeExample(std::string_view serialized, std::string_view record_name = "");
-absl::StatusOr<DecodedSequenceExample> DecodeSequenceExample(std::string_view serialized,
-                                                             std::string_view record_name = "");
+SLUICE_EXPORT absl::StatusOr<DecodedExample> DecodeExample(std::string_view serialized,
+                                                           std::string_view record_name = "");
+SLUICE_EXPORT absl::StatusOr<DecodedSequenceExample> DecodeSequenceExample(std::string_view serialized,
+                                                                           std::string_view record_name = "");
 
 // Serializes features as TensorFlow does: float and int64 lists packed, one map entry per key in the
 // order added. Adding a key twice writes it twice (a parser keeps the last).
 //
 //   std::string s = ExampleBuilder().AddFloats("x", {1.f, 2.f}).AddBytes("name", {"a"}).Serialize();
-class ExampleBuilder {
+class SLUICE_EXPORT ExampleBuilder {
  public:
   ExampleBuilder& Add(std::string_view key, const Feature& feature);
   ExampleBuilder& AddBytes(std::string_view key, std::span<const std::string> values);
@@ -205,7 +207,7 @@ class ExampleBuilder {
 //       .AddContext("len", Feature::Int64s({2}))
 //       .AddFeatureList("tokens", {Feature::Int64s({4, 5}), Feature::Int64s({6})})
 //       .Serialize();
-class SequenceExampleBuilder {
+class SLUICE_EXPORT SequenceExampleBuilder {
  public:
   SequenceExampleBuilder& AddContext(std::string_view key, const Feature& feature);
   SequenceExampleBuilder& AddFeatureList(std::string_view key, std::span<const Feature> steps);
@@ -220,7 +222,7 @@ class SequenceExampleBuilder {
 };
 
 // Serializes one Feature message (exposed for tests that hand-assemble records).
-std::string SerializeFeature(const Feature& feature);
+SLUICE_EXPORT std::string SerializeFeature(const Feature& feature);
 
 }  // namespace sluice
 

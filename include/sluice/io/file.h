@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/engine/reactor.h"
 #include "sluice/engine/task.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
@@ -57,7 +58,7 @@ inline std::span<std::byte> AsWritableBytes(std::string& s) {
   return {reinterpret_cast<std::byte*>(s.data()), s.size()};
 }
 
-class File {
+class SLUICE_EXPORT File {
  public:
   static Task<absl::StatusOr<File>> Open(Reactor& reactor, std::string path, OpenOptions options = {});
 

@@ -58,6 +58,7 @@
 #include "sluice/engine/async_generator.h"
 #include "sluice/engine/executor.h"
 #include "sluice/engine/reactor.h"
+#include "sluice/export.h"
 #include "sluice/io/sequential_reader.h"
 #include "sluice/io/tfrecord.h"
 
@@ -103,12 +104,13 @@ struct FixedLengthRecordOptions {
 };
 
 // In all three, `reactor` is not copied: it must outlive the generator.
-AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
-                                                     TFRecordReaderOptions options = {}, ReadOptions io = {});
-AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::string path,
-                                                     TextLineOptions options = {});
-AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, std::string path,
-                                                              FixedLengthRecordOptions options);
+SLUICE_EXPORT AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
+                                                                   TFRecordReaderOptions options = {},
+                                                                   ReadOptions io = {});
+SLUICE_EXPORT AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::string path,
+                                                                   TextLineOptions options = {});
+SLUICE_EXPORT AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, std::string path,
+                                                                            FixedLengthRecordOptions options);
 
 }  // namespace sluice
 

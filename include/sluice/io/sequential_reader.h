@@ -57,6 +57,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/engine/async_generator.h"
 #include "sluice/engine/executor.h"
+#include "sluice/export.h"
 #include "sluice/io/file.h"
 #include "sluice/engine/reactor.h"
 
@@ -103,8 +104,8 @@ struct Block {
 };
 
 // `reactor` is not copied: it must outlive the generator.
-AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string path,
-                                                 SequentialReadOptions options = {});
+SLUICE_EXPORT AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string path,
+                                                               SequentialReadOptions options = {});
 
 }  // namespace sluice
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
@@ -40,17 +41,17 @@ namespace sluice {
 enum class DType : uint8_t { kBool, kUInt8, kInt32, kInt64, kFloat16, kFloat32, kFloat64, kString };
 
 // Bytes per element in the buffer (sizeof(std::string) for kString).
-size_t DTypeSize(DType dtype);
+SLUICE_EXPORT size_t DTypeSize(DType dtype);
 // TensorFlow's name for the dtype: "bool", "uint8", "int32", "int64", "half", "float", "double", "string".
-std::string_view DTypeName(DType dtype);
+SLUICE_EXPORT std::string_view DTypeName(DType dtype);
 
 // IEEE 754 binary16, stored as bits. Conversions round to nearest even and keep inf/NaN.
 struct Half {
   uint16_t bits = 0;
   friend bool operator==(Half a, Half b) { return a.bits == b.bits; }
 };
-Half FloatToHalf(float value);
-float HalfToFloat(Half value);
+SLUICE_EXPORT Half FloatToHalf(float value);
+SLUICE_EXPORT float HalfToFloat(Half value);
 
 // The C++ element type for each DType: DTypeOf<float>::value == DType::kFloat32, etc.
 template <class T>
@@ -89,7 +90,7 @@ struct DTypeOf<std::string> {
 };
 
 // Dimensions of a tensor; rank 0 is a scalar with one element. Every dimension is >= 0.
-class Shape {
+class SLUICE_EXPORT Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
@@ -119,7 +120,7 @@ namespace detail {
 class TensorBuffer;
 }  // namespace detail
 
-class Tensor {
+class SLUICE_EXPORT Tensor {
  public:
   static constexpr size_t kAlignment = 64;
 
@@ -197,7 +198,7 @@ class Tensor {
   bool SharesBufferWith(const Tensor& other) const;
 
   // Same dtype, shape and element values (floats compare by value, so NaN != NaN; halves by bits).
-  friend bool operator==(const Tensor& a, const Tensor& b);
+  friend SLUICE_EXPORT bool operator==(const Tensor& a, const Tensor& b);
 
   // "float[2,3] {0, 1.5, 0, ...}" showing at most `max_entries` elements.
   std::string DebugString(size_t max_entries = 16) const;

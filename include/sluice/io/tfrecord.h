@@ -31,15 +31,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "sluice/export.h"
 
 namespace sluice {
 
 enum class Compression { kNone, kGzip, kZlib };
 
 // "" / "NONE" -> kNone, "GZIP" -> kGzip, "ZLIB" -> kZlib (exact, upper case, as TensorFlow); else InvalidArgument.
-absl::StatusOr<Compression> ParseCompression(absl::string_view name);
+SLUICE_EXPORT absl::StatusOr<Compression> ParseCompression(absl::string_view name);
 // TensorFlow's spelling: "", "GZIP" or "ZLIB".
-absl::string_view CompressionName(Compression compression);
+SLUICE_EXPORT absl::string_view CompressionName(Compression compression);
 
 inline constexpr uint64_t kDefaultMaxRecordBytes = uint64_t{256} << 20;
 
@@ -64,7 +65,7 @@ struct TFRecordWriterOptions {
   size_t buffer_bytes = size_t{4} << 20;
 };
 
-class TFRecordWriter {
+class SLUICE_EXPORT TFRecordWriter {
  public:
   // Creates or truncates `path`. Errors: InvalidArgument for a bad option, the errno mapping of open(2).
   static absl::StatusOr<TFRecordWriter> Open(std::string path, TFRecordWriterOptions options = {});
@@ -86,7 +87,7 @@ class TFRecordWriter {
   uint64_t records_written() const;
 
  private:
-  class Impl;
+  class SLUICE_NO_EXPORT Impl;
   explicit TFRecordWriter(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

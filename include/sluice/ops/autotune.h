@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "sluice/export.h"
 #include "sluice/ops/op_node.h"
 
 namespace sluice {
@@ -66,7 +67,7 @@ class Tunable {
 };
 
 // The decision logic, separate from clocks and threads.
-class HillClimber {
+class SLUICE_EXPORT HillClimber {
  public:
   struct Config {
     int cpu_budget = 1;           // the sum of parallelism the tuner may reach
@@ -106,7 +107,7 @@ class HillClimber {
   double trial_baseline_ = 0;
 };
 
-class Tuner {
+class SLUICE_EXPORT Tuner {
  public:
   struct Config {
     HillClimber::Config climber;
@@ -142,12 +143,12 @@ class Tuner {
 };
 
 // The CPU budget of an iterator: Options::cpu_budget, else its pool's threads.
-int CpuBudget(const IteratorContext& context);
+SLUICE_EXPORT int CpuBudget(const IteratorContext& context);
 // The RAM budget of an iterator's tuned buffers: Options::ram_budget_bytes, else half the machine's memory.
-int64_t RamBudget(const IteratorContext& context);
+SLUICE_EXPORT int64_t RamBudget(const IteratorContext& context);
 
 // The iterator's tuner, made on first use (thread-safe). Null when Options::autotune is false.
-Tuner* TunerFor(const IteratorContext& context);
+SLUICE_EXPORT Tuner* TunerFor(const IteratorContext& context);
 
 // Registers a tunable for its lifetime; declare it after the members the tuner's calls touch.
 class TunerRegistration {

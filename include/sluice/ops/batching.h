@@ -54,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/export.h"
 #include "sluice/io/example.h"
 #include "sluice/io/tensor.h"
 
@@ -75,18 +76,19 @@ inline absl::Status SliceRangeError(int64_t start, int64_t limit, int64_t rows) 
 
 // Non-template work, in ops/batching.cc. `component` only names the component in messages.
 // Stacks same-dtype, same-shape tensors along a new dim 0.
-absl::StatusOr<Tensor> StackTensors(std::span<const Tensor> elements, size_t component);
+SLUICE_EXPORT absl::StatusOr<Tensor> StackTensors(std::span<const Tensor> elements, size_t component);
 // Concatenates rank >= 1 tensors along dim 0 (dtypes and trailing dims must agree).
-absl::StatusOr<Tensor> ConcatTensors(std::span<const Tensor> batches, size_t component);
+SLUICE_EXPORT absl::StatusOr<Tensor> ConcatTensors(std::span<const Tensor> batches, size_t component);
 // InvalidArgument unless the tensor has rank >= 1 (it can be a batch).
-absl::Status ValidateTensorBatch(const Tensor& batch, size_t component);
-absl::StatusOr<ParsedExample> StackParsedExamples(std::span<const ParsedExample> elements);
-absl::StatusOr<ParsedExample> ConcatParsedExamples(std::span<const ParsedExample> batches);
-int64_t ParsedExampleRows(const ParsedExample& batch);
-absl::StatusOr<ParsedExample> SliceParsedExample(const ParsedExample& batch, int64_t start, int64_t limit);
-absl::Status ValidateParsedExampleBatch(const ParsedExample& batch);
+SLUICE_EXPORT absl::Status ValidateTensorBatch(const Tensor& batch, size_t component);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> StackParsedExamples(std::span<const ParsedExample> elements);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ConcatParsedExamples(std::span<const ParsedExample> batches);
+SLUICE_EXPORT int64_t ParsedExampleRows(const ParsedExample& batch);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> SliceParsedExample(const ParsedExample& batch, int64_t start,
+                                                               int64_t limit);
+SLUICE_EXPORT absl::Status ValidateParsedExampleBatch(const ParsedExample& batch);
 // Row `index` of a batch as one record's ParsedExample (fixed features lose dim 0; var row_lengths [1]).
-absl::StatusOr<ParsedExample> ParsedExampleRow(const ParsedExample& batch, int64_t index);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParsedExampleRow(const ParsedExample& batch, int64_t index);
 
 template <class T>
 concept DTypeScalar = (std::is_arithmetic_v<T> || std::same_as<T, Half>) && requires { DTypeOf<T>::value; };

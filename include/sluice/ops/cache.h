@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/export.h"
 #include "sluice/ops/element_codec.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
@@ -61,11 +62,11 @@ namespace sluice::ops {
 namespace cache_file {
 
 // True when `filename.index` exists: a completed file cache.
-bool IsComplete(const std::string& filename);
+SLUICE_EXPORT bool IsComplete(const std::string& filename);
 
 // Writes one cache file. Holds `filename.lockfile` from Open until Finish or destruction; destroying an
 // unfinished writer removes the partial data file and the lock.
-class Writer {
+class SLUICE_EXPORT Writer {
  public:
   // AlreadyExists when another writer holds the lock; errno errors naming the path otherwise; nullptr when
   // the cache was completed by another writer before the lock was taken (read it instead).
@@ -93,7 +94,7 @@ class Writer {
 };
 
 // Reads a completed cache file record by record.
-class Reader {
+class SLUICE_EXPORT Reader {
  public:
   static absl::StatusOr<std::unique_ptr<Reader>> Open(const std::string& filename);
   ~Reader();

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/engine/async_generator.h"
+#include "sluice/export.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/io/tfrecord.h"
@@ -37,7 +38,7 @@
 namespace sluice::ops {
 
 // The sorted, de-duplicated matches of every pattern (glob(3)); InvalidArgument when none match.
-absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
+SLUICE_EXPORT absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
 
 enum class RecordFormat { kTFRecord, kTextLines, kFixedLength };
 
@@ -49,22 +50,25 @@ struct FixedLengthLayout {
 };
 
 // Each file's records (or lines) as strings, file after file. ops/file_sources.cc.
-AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
-                                                                 RecordFormat format, Compression compression,
-                                                                 FixedLengthLayout layout = {});
+SLUICE_EXPORT AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
+                                                                               RecordFormat format,
+                                                                               Compression compression,
+                                                                               FixedLengthLayout layout = {});
 
 // A node that reads (or lists) a fixed list of files known when the dataset is defined.
-class FileListSource {
+// Exported, with its destructor (the key function) in ops/file_sources.cc, for the same reason as OpNode:
+// distribute::FindFileSource in the library dynamic_casts to it, also for sources a program defines.
+class SLUICE_EXPORT FileListSource {
  public:
-  virtual ~FileListSource() = default;
+  virtual ~FileListSource();
   virtual const std::vector<std::string>& files() const = 0;
 };
 
 // Files i of `files` with i mod context->file_shard.num_shards == index when `node` is the shard's target.
-std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
-                                         const IteratorContext& context);
+SLUICE_EXPORT std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
+                                                       const IteratorContext& context);
 
-class RecordFileNode final : public Node<std::string>, public FileListSource {
+class SLUICE_EXPORT RecordFileNode final : public Node<std::string>, public FileListSource {
  public:
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
                  FixedLengthLayout layout = {})
@@ -87,7 +91,7 @@ class RecordFileNode final : public Node<std::string>, public FileListSource {
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
-class ListFilesNode final : public Node<std::string>, public FileListSource {
+class SLUICE_EXPORT ListFilesNode final : public Node<std::string>, public FileListSource {
  public:
   ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed);
   std::string_view op_name() const override { return "ListFiles"; }

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "sluice/export.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -51,9 +52,14 @@ struct IteratorContext {
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 
-class OpNode {
+// Exported, with its destructor defined in ops/op_node.cc: that out-of-line virtual is the key function,
+// so OpNode's vtable and typeinfo exist once, in the library, and every node a program builds (Node<T>
+// instantiated in the program) derives from that one typeinfo. The library's auto-shard code
+// dynamic_casts nodes from either side (sluice/distribute/auto_shard.h); a copy per module would make
+// that depend on the runtime comparing type names instead of addresses.
+class SLUICE_EXPORT OpNode {
  public:
-  virtual ~OpNode() = default;
+  virtual ~OpNode();
   virtual std::string_view op_name() const = 0;
   virtual std::vector<Param> params() const = 0;
   virtual std::vector<std::shared_ptr<const OpNode>> inputs() const = 0;
@@ -71,7 +77,7 @@ template <class T>
 using NodePtr = std::shared_ptr<const Node<T>>;
 
 // "Range(start=0, stop=10, step=1)" and its inputs, one op per line, innermost last.
-std::string DebugString(const OpNode& node);
+SLUICE_EXPORT std::string DebugString(const OpNode& node);
 
 }  // namespace sluice
 

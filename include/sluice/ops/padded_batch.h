@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/export.h"
 #include "sluice/ops/batching.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
@@ -72,17 +73,17 @@ namespace detail_padded {
 
 // Stacks `elements` (one component of a batch) into [n, *padded], padding with `padding_value` (nullptr:
 // zero / false / ""). `padded_shape` nullptr: every dimension kUnknownDim. In ops/padded_batch.cc.
-absl::StatusOr<Tensor> PadAndStack(std::span<const Tensor> elements, const PaddedShape* padded_shape,
-                                   const Tensor* padding_value, size_t component);
+SLUICE_EXPORT absl::StatusOr<Tensor> PadAndStack(std::span<const Tensor> elements, const PaddedShape* padded_shape,
+                                                 const Tensor* padding_value, size_t component);
 
 // Validates a PaddedBatch configuration for `components` components; the message names `op`.
-absl::Status CheckPaddingArguments(std::string_view op, size_t components,
-                                   const std::vector<PaddedShape>& padded_shapes,
-                                   const std::vector<Tensor>& padding_values);
+SLUICE_EXPORT absl::Status CheckPaddingArguments(std::string_view op, size_t components,
+                                                 const std::vector<PaddedShape>& padded_shapes,
+                                                 const std::vector<Tensor>& padding_values);
 
 // "[[-1], [5, -1]]" and "[int64 -1, string \"\"]" for params().
-std::string PaddedShapesString(const std::vector<PaddedShape>& shapes);
-std::string PaddingValuesString(const std::vector<Tensor>& values);
+SLUICE_EXPORT std::string PaddedShapesString(const std::vector<PaddedShape>& shapes);
+SLUICE_EXPORT std::string PaddingValuesString(const std::vector<Tensor>& values);
 
 }  // namespace detail_padded
 

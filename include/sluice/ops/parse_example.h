@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/export.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/io/example.h"
 #include "sluice/ops/op_node.h"
@@ -54,10 +55,11 @@ namespace sluice {
 // The fixed-length feature `key` of `parsed` (which answers `spec`): a shallow copy sharing the buffer.
 // NotFound when the spec has no fixed feature `key` (the message lists the spec's keys); InvalidArgument
 // when `parsed` does not have the spec's layout.
-absl::StatusOr<Tensor> FeatureByKey(const ParsedExample& parsed, const ParseSpec& spec, std::string_view key);
+SLUICE_EXPORT absl::StatusOr<Tensor> FeatureByKey(const ParsedExample& parsed, const ParseSpec& spec,
+                                                  std::string_view key);
 // The var-len feature `key` (values and row lengths); errors as FeatureByKey.
-absl::StatusOr<VarLenValues> VarFeatureByKey(const ParsedExample& parsed, const ParseSpec& spec,
-                                             std::string_view key);
+SLUICE_EXPORT absl::StatusOr<VarLenValues> VarFeatureByKey(const ParsedExample& parsed, const ParseSpec& spec,
+                                                           std::string_view key);
 
 namespace ops {
 
@@ -66,11 +68,12 @@ concept IsSerializedExamples = std::same_as<In, std::string> || std::same_as<In,
 
 namespace detail_parse {
 // "fixed=[label:int64[]=-1, ...], var=[tags:string]" for params().
-std::string SpecString(const ParseSpec& spec);
+SLUICE_EXPORT std::string SpecString(const ParseSpec& spec);
 // One record / one batch; errors carry the op name and element index.
-absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec, int64_t index);
-absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records, const ParseSpec& spec,
-                                        int64_t index);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec,
+                                                     int64_t index);
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records,
+                                                      const ParseSpec& spec, int64_t index);
 }  // namespace detail_parse
 
 template <class In>

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/export.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
@@ -50,7 +51,7 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-uint64_t RandomSeed();  // ops/shuffle.cc: a nondeterministic seed for unseeded shuffles
+SLUICE_EXPORT uint64_t RandomSeed();  // ops/shuffle.cc: a nondeterministic seed for unseeded shuffles
 
 template <class T>
 class ShuffleNode final : public Node<T> {

@@ -29,22 +29,24 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sluice/export.h"
 
 namespace sluice::distribute {
 
 // The num_workers * replicas_per_worker piece sizes that worker `worker_index` cuts each global batch of
 // `global_batch` elements into, in order (tf.distribute's batch_sizes_for_worker). Requires
 // global_batch >= 1, num_workers >= 1, replicas_per_worker >= 1, 0 <= worker_index < num_workers.
-absl::StatusOr<std::vector<int64_t>> StaticBatchSizesForWorker(int64_t global_batch, int num_workers,
-                                                               int replicas_per_worker, int worker_index);
+SLUICE_EXPORT absl::StatusOr<std::vector<int64_t>> StaticBatchSizesForWorker(int64_t global_batch, int num_workers,
+                                                                             int replicas_per_worker,
+                                                                             int worker_index);
 
 // Cuts a batch of `batch_size` elements into `num_pieces` consecutive (start, length) pieces of
 // ceil(batch_size / num_pieces) elements; the last non-empty one may be short, later ones are empty
 // (start == batch_size, length 0). A negative batch_size counts as 0; num_pieces <= 0 gives no pieces.
-std::vector<std::pair<int64_t, int64_t>> SplitDynamicBatch(int64_t batch_size, int num_pieces);
+SLUICE_EXPORT std::vector<std::pair<int64_t, int64_t>> SplitDynamicBatch(int64_t batch_size, int num_pieces);
 
 // One worker's split of its input batches into per-step, per-replica ranges.
-class RebatchPlan {
+class SLUICE_EXPORT RebatchPlan {
  public:
   // (start, length) of one replica's piece inside the input batch.
   using Range = std::pair<int64_t, int64_t>;

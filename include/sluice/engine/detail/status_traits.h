@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sluice/export.h"
 
 namespace sluice::detail {
 
@@ -32,7 +33,7 @@ bool IsErrorValue(const T& value) {
 }
 
 // Must be called inside a catch handler (or unhandled_exception): names the exception's message.
-absl::Status StatusFromCurrentException(std::string_view where = "");
+SLUICE_EXPORT absl::Status StatusFromCurrentException(std::string_view where = "");
 
 }  // namespace sluice::detail
 

@@ -16,6 +16,8 @@
 #include <coroutine>
 #include <utility>
 
+#include "sluice/export.h"
+
 #if !defined(SLUICE_TRAMPOLINE_TRANSFER)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
 #define SLUICE_TRAMPOLINE_TRANSFER 1
@@ -31,7 +33,13 @@
 
 namespace sluice::detail {
 
-inline thread_local std::coroutine_handle<> pending_transfer;
+// One slot per thread for the whole process, defined once in the library (engine/transfer.cc) and
+// exported. It must not be an inline variable: libsluice.so is built with hidden visibility and
+// optimised (no trampoline), so the library and a program built at -O0 would each get a copy of their
+// own, and a handle the program parks in its copy (TransferTo in one of its awaiters) would never be run
+// by the Resume() in the library's pool or reactor loop that drives it: the coroutine chain would stall.
+// constinit: the slot is constant-initialised, so no thread_local wrapper call guards each access.
+SLUICE_EXPORT extern constinit thread_local std::coroutine_handle<> pending_transfer;
 
 // Use as `return TransferTo(next);` in await_suspend.
 inline std::coroutine_handle<> TransferTo(std::coroutine_handle<> next) noexcept {
