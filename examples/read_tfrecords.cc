@@ -1,37 +1,39 @@
 // Reads existing TFRecord files of tf.train.Example with a sluice pipeline: list the shards, interleave
 // their records, parse them, shuffle and batch; prints a few decoded batches and the throughput.
 //
-//   build/bin/read_tfrecords [GLOB] [--compression=gzip|zlib|none] [--epochs=N]
+//   build/bin/read_tfrecords [GLOB] [--compression gzip|zlib|none] [--epochs N]
 // Default: the TFX Chicago taxi train split in ../shared/data (GZIP).
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "sluice/dataset.h"
 #include "sluice/io/example.h"
+#include "sluice/io/tfrecord.h"
 
 int main(int argc, char** argv) {
   std::string pattern = "../shared/data/tfrecord/tfx_chicago_taxi_csv_example_gen/Split-train/*.gz";
-  sluice::Compression compression = sluice::Compression::kGzip;
+  std::string compression_name = "gzip";
   int epochs = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--compression=none") {
-      compression = sluice::Compression::kNone;
-    } else if (arg == "--compression=gzip") {
-      compression = sluice::Compression::kGzip;
-    } else if (arg == "--compression=zlib") {
-      compression = sluice::Compression::kZlib;
-    } else if (arg.rfind("--epochs=", 0) == 0) {
-      epochs = std::stoi(arg.substr(9));
-    } else if (arg.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: read_tfrecords [GLOB] [--compression=gzip|zlib|none] [--epochs=N]\n");
-      return 2;
-    } else {
-      pattern = arg;
-    }
+  CLI::App app("Reads TFRecord files of tf.train.Example with a sluice pipeline.", "read_tfrecords");
+  app.add_option("GLOB", pattern, "the files to read")->capture_default_str();
+  app.add_option("--compression", compression_name, "none, gzip or zlib; any case")
+      ->type_name("C")
+      ->capture_default_str()
+      ->check([](const std::string& name) {
+        return !name.empty() && sluice::ParseCompression(name).ok() ? "" : "must be none, gzip or zlib";
+      });
+  app.add_option("--epochs", epochs)->type_name("N")->capture_default_str()->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "read_tfrecords: %s\nRun 'read_tfrecords --help' for usage.\n", e.what());
+    return 2;
   }
+  const sluice::Compression compression = *sluice::ParseCompression(compression_name);
 
   // Parse two taxi features as variable-length values (some records leave features empty).
   sluice::ParseSpec spec;

@@ -7,17 +7,18 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "io/tfrecord_format.h"
 
 namespace sluice {
 
 absl::StatusOr<Compression> ParseCompression(absl::string_view name) {
-  if (name.empty() || name == "NONE") return Compression::kNone;
-  if (name == "GZIP") return Compression::kGzip;
-  if (name == "ZLIB") return Compression::kZlib;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown TFRecord compression type \"", name, "\" (expected \"\", \"GZIP\" or \"ZLIB\")"));
+  if (name.empty() || absl::EqualsIgnoreCase(name, "NONE")) return Compression::kNone;
+  if (absl::EqualsIgnoreCase(name, "GZIP")) return Compression::kGzip;
+  if (absl::EqualsIgnoreCase(name, "ZLIB")) return Compression::kZlib;
+  return absl::InvalidArgumentError(absl::StrCat("unknown TFRecord compression type \"", name,
+                                                 "\" (expected \"\", NONE, GZIP or ZLIB, in any case)"));
 }
 
 absl::string_view CompressionName(Compression compression) {

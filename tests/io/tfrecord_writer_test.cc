@@ -77,7 +77,7 @@ TEST(CompressionTest, ParsesTensorFlowNames) {
   EXPECT_EQ(*ParseCompression("NONE"), Compression::kNone);
   EXPECT_EQ(*ParseCompression("GZIP"), Compression::kGzip);
   EXPECT_EQ(*ParseCompression("ZLIB"), Compression::kZlib);
-  for (const char* bad : {"gzip", "zlib", "ZIP", "GZIP ", "SNAPPY"}) {
+  for (const char* bad : {"ZIP", "GZIP ", " gzip", "SNAPPY", "auto", "gz"}) {
     absl::StatusOr<Compression> c = ParseCompression(bad);
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
@@ -86,6 +86,16 @@ TEST(CompressionTest, ParsesTensorFlowNames) {
   for (Compression c : {Compression::kNone, Compression::kGzip, Compression::kZlib}) {
     EXPECT_EQ(*ParseCompression(CompressionName(c)), c);
   }
+}
+
+TEST(CompressionTest, ParsesNamesInAnyCase) {
+  EXPECT_EQ(*ParseCompression("none"), Compression::kNone);
+  EXPECT_EQ(*ParseCompression("None"), Compression::kNone);
+  EXPECT_EQ(*ParseCompression("gzip"), Compression::kGzip);
+  EXPECT_EQ(*ParseCompression("Gzip"), Compression::kGzip);
+  EXPECT_EQ(*ParseCompression("gZiP"), Compression::kGzip);
+  EXPECT_EQ(*ParseCompression("zlib"), Compression::kZlib);
+  EXPECT_EQ(*ParseCompression("Zlib"), Compression::kZlib);
 }
 
 TEST(TFRecordWriterTest, RoundTripEveryCompression) {

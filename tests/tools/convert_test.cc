@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/sluice/cli.h"
 #include "tools/sluice/idx.h"
 #include "io/tfrecord_format.h"
 #include "sluice/io/example.h"
@@ -367,53 +369,72 @@ TEST_F(ConvertTest, UnwritableOutputNamesThePath) {
   EXPECT_THAT(Msg(summary.status()), HasSubstr(options.out_dir));
 }
 
-// Runs the command with stdout and stderr captured (usage text would flood the test log).
-int RunQuiet(const std::vector<std::string>& args, std::string* err = nullptr) {
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int code = RunConvert(args);
-  ::testing::internal::GetCapturedStdout();
-  const std::string captured = ::testing::internal::GetCapturedStderr();
-  if (err != nullptr) *err = captured;
-  return code;
+struct CliRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+// `sluice convert ARGS...` as the binary runs it.
+CliRun Convert(std::vector<std::string> args) {
+  args.insert(args.begin(), "convert");
+  std::ostringstream out, err;
+  const int code = RunSluice(args, out, err);
+  return {code, out.str(), err.str()};
 }
 
-TEST_F(ConvertTest, RunConvertExitCodes) {
+TEST_F(ConvertTest, CommandLineExitCodes) {
   WriteSource(4, 2);
-  EXPECT_EQ(RunQuiet({"--help"}), 0);
-  std::string err;
-  EXPECT_EQ(RunQuiet({}, &err), 2);
-  EXPECT_THAT(err, HasSubstr("usage: sluice convert fashion-mnist"));
-  EXPECT_EQ(RunQuiet({"mnist-digits", "--out", out_}, &err), 2);
-  EXPECT_THAT(err, HasSubstr("unknown dataset \"mnist-digits\""));
-  EXPECT_EQ(RunQuiet({"fashion-mnist"}, &err), 2);
-  EXPECT_THAT(err, HasSubstr("--out DIR is required"));
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--shards", "x"}), 2);
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--shards=0"}), 2);
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--compression=brotli"}, &err), 2);
-  EXPECT_THAT(err, HasSubstr("brotli"));
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--limit", "-3"}), 2);
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--bogus"}), 2);
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out"}), 2);
+  CliRun help = Convert({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("Usage: sluice convert"));
+  CliRun run = Convert({});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("DATASET is required"));
+  run = Convert({"mnist-digits", "--out", out_});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("mnist-digits not in {fashion-mnist}"));
+  run = Convert({"fashion-mnist"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("--out is required"));
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--shards", "x"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--shards=0"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--test-shards=100001"}).exit_code, 2);
+  run = Convert({"fashion-mnist", "--out", out_, "--compression=brotli"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("brotli"));
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--compression=auto"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--gzip", "--compression=zlib"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--limit", "-3"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out", out_, "--bogus"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out"}).exit_code, 2);
+  EXPECT_EQ(Convert({"fashion-mnist", "--out="}).exit_code, 2);
   EXPECT_FALSE(std::filesystem::exists(out_));
 
-  EXPECT_EQ(RunQuiet({"fashion-mnist", "--out", out_, "--source", src_ + "/nope"}, &err), 1);
-  EXPECT_THAT(err, HasSubstr(src_ + "/nope"));
+  run = Convert({"fashion-mnist", "--out", out_, "--source", src_ + "/nope"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr(src_ + "/nope"));
 
-  ::testing::internal::CaptureStdout();
-  const int ok = RunConvert({"fashion-mnist", "--out=" + out_, "--shards", "2", "--test-shards=1",
-                             "--compression=GZIP", "--source", src_, "--limit", "3"});
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_EQ(ok, 0);
-  EXPECT_THAT(out, AllOf(HasSubstr("3 train + 2 test records"), HasSubstr("3 files")));
+  // Both value styles, and compression names in any case.
+  run = Convert({"fashion-mnist", "--out=" + out_, "--shards", "2", "--test-shards=1", "--compression=GZIP",
+                 "--source", src_, "--limit", "3"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, AllOf(HasSubstr("3 train + 2 test records"), HasSubstr("3 files")));
   EXPECT_TRUE(std::filesystem::exists(out_ + "/train-00001-of-00002.tfrecord.gz"));
   EXPECT_TRUE(std::filesystem::exists(out_ + "/test-00000-of-00001.tfrecord.gz"));
 
-  ::testing::internal::CaptureStdout();
-  EXPECT_EQ(RunConvert({"fashion-mnist", "--out", out_, "--shards", "2", "--test-shards", "1", "--gzip",
-                        "--source", src_, "--limit=3"}),
-            0);
-  EXPECT_THAT(::testing::internal::GetCapturedStdout(), HasSubstr("up to date"));
+  run = Convert({"fashion-mnist", "--out", out_, "--shards", "2", "--test-shards", "1", "--gzip", "--source",
+                 src_, "--limit=3"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.out, HasSubstr("up to date"));
+  run = Convert({"fashion-mnist", "--out", out_, "--shards", "2", "--test-shards", "1", "--compression",
+                 "Gzip", "--source", src_, "--limit=3"});
+  EXPECT_THAT(run.out, HasSubstr("up to date"));
+
+  run = Convert(
+      {"fashion-mnist", "--out", out_ + "/zlib", "--shards=1", "--compression", "zlib", "--source", src_});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(out_ + "/zlib/train-00000-of-00001.tfrecord.zlib"));
 }
 
 struct RealSplit {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <ostream>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -362,102 +361,14 @@ absl::StatusOr<ConvertSummary> ConvertFashionMnist(const ConvertOptions& options
   return summary;
 }
 
-namespace {
-
-// Splits "--name=value" or "--name value"; returns false (and prints why) when the value is missing.
-bool TakeValue(const std::vector<std::string>& args, size_t* i, const std::string& name, std::string* value) {
-  const std::string& arg = args[*i];
-  if (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 && arg[name.size()] == '=') {
-    *value = arg.substr(name.size() + 1);
-    return true;
-  }
-  if (*i + 1 >= args.size()) {
-    std::cerr << "sluice convert: " << name << " needs a value\n";
-    return false;
-  }
-  *value = args[++*i];
-  return true;
-}
-
-bool Matches(const std::string& arg, const std::string& name) {
-  return arg == name ||
-         (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 && arg[name.size()] == '=');
-}
-
-int Usage(const std::string& why) {
-  std::cerr << "sluice convert: " << why << "\n" << kConvertUsage;
-  return 2;
-}
-
-}  // namespace
-
-int RunConvert(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kConvertUsage;
-      return 0;
-    }
-  }
-  if (args.empty()) return Usage("missing dataset name");
-  if (args[0] != "fashion-mnist")
-    return Usage(absl::StrCat("unknown dataset \"", args[0], "\" (known: fashion-mnist)"));
-
-  ConvertOptions options;
-  bool have_out = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    std::string value;
-    if (Matches(arg, "--out")) {
-      if (!TakeValue(args, &i, "--out", &value)) return Usage("bad --out");
-      options.out_dir = value;
-      have_out = true;
-    } else if (Matches(arg, "--source")) {
-      if (!TakeValue(args, &i, "--source", &value)) return Usage("bad --source");
-      options.source_dir = value;
-    } else if (Matches(arg, "--shards")) {
-      if (!TakeValue(args, &i, "--shards", &value) || !absl::SimpleAtoi(value, &options.shards) ||
-          options.shards < 1) {
-        return Usage(absl::StrCat("--shards needs a positive integer, got \"", value, "\""));
-      }
-    } else if (Matches(arg, "--test-shards")) {
-      if (!TakeValue(args, &i, "--test-shards", &value) || !absl::SimpleAtoi(value, &options.test_shards) ||
-          options.test_shards < 1) {
-        return Usage(absl::StrCat("--test-shards needs a positive integer, got \"", value, "\""));
-      }
-    } else if (Matches(arg, "--limit")) {
-      if (!TakeValue(args, &i, "--limit", &value) || !absl::SimpleAtoi(value, &options.limit) ||
-          options.limit < 0) {
-        return Usage(absl::StrCat("--limit needs a non-negative integer, got \"", value, "\""));
-      }
-    } else if (Matches(arg, "--compression")) {
-      if (!TakeValue(args, &i, "--compression", &value)) return Usage("bad --compression");
-      const std::string lower = absl::AsciiStrToLower(value);
-      if (lower == "none") {
-        options.compression = Compression::kNone;
-      } else if (lower == "gzip") {
-        options.compression = Compression::kGzip;
-      } else if (lower == "zlib") {
-        options.compression = Compression::kZlib;
-      } else {
-        return Usage(absl::StrCat("--compression must be none, gzip or zlib, got \"", value, "\""));
-      }
-    } else if (arg == "--gzip") {
-      options.compression = Compression::kGzip;
-    } else if (arg == "--force") {
-      options.force = true;
-    } else {
-      return Usage(absl::StrCat("unknown argument \"", arg, "\""));
-    }
-  }
-  if (!have_out || options.out_dir.empty()) return Usage("--out DIR is required");
-
+int RunConvert(const ConvertOptions& options, std::ostream& out, std::ostream& err) {
   absl::StatusOr<ConvertSummary> summary = ConvertFashionMnist(options);
   if (!summary.ok()) {
-    std::cerr << "sluice convert: " << summary.status().ToString() << "\n";
+    err << "sluice convert: " << summary.status().ToString() << "\n";
     return 1;
   }
   if (summary->skipped) {
-    std::cout << absl::StrFormat(
+    out << absl::StrFormat(
         "sluice convert: %s is up to date (%d files, %d train + %d test records, %d bytes; "
         "--force rewrites)\n",
         options.out_dir, summary->files.size(), summary->train_records, summary->test_records,
@@ -465,9 +376,9 @@ int RunConvert(const std::vector<std::string>& args) {
     return 0;
   }
   for (const ConvertedFile& f : summary->files) {
-    std::cout << absl::StrFormat("  %s  %d records  %d bytes\n", f.path, f.records, f.bytes);
+    out << absl::StrFormat("  %s  %d records  %d bytes\n", f.path, f.records, f.bytes);
   }
-  std::cout << absl::StrFormat(
+  out << absl::StrFormat(
       "sluice convert: wrote %d files to %s: %d train + %d test records, %d bytes, %.2f s (compression %s)\n",
       summary->files.size(), options.out_dir, summary->train_records, summary->test_records,
       summary->total_bytes, summary->seconds, std::string(CompressionFlagName(options.compression)));

@@ -32,12 +32,14 @@
 //   SLUICE_ASSIGN_OR_RETURN(ConvertSummary summary, ConvertFashionMnist(options));
 //   // summary.train_records == 60000, summary.files.size() == 16
 //
-// RunConvert is the command-line front end: `args` is everything after `convert`. It prints the summary
-// on stdout, errors on stderr, and returns 0 on success, 1 on a conversion error, 2 on bad usage.
+// RunConvert is the command line's back end (tools/sluice/cli.cc parses the flags): it runs the conversion,
+// prints the files written and a summary on `out` or the error on `err`, and returns 0 on success, 1 on a
+// conversion error.
 #ifndef SLUICE_TOOLS_SLUICE_CONVERT_H_
 #define SLUICE_TOOLS_SLUICE_CONVERT_H_
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -47,23 +49,6 @@
 namespace sluice::tools {
 
 inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-
-inline constexpr const char* kConvertUsage =
-    "usage: sluice convert fashion-mnist --out DIR [--shards N] [--test-shards N]\n"
-    "                                    [--compression=none|gzip|zlib] [--gzip] [--limit N]\n"
-    "                                    [--source DIR] [--force]\n"
-    "\n"
-    "Writes the Fashion-MNIST train and test sets as sharded TFRecord files of tf.train.Example\n"
-    "(features: image = 784 raw uint8 bytes, label = int64 0..9, height = width = 28).\n"
-    "\n"
-    "  --out DIR            output directory (created if missing)\n"
-    "  --shards N           shards for the train split (default 8)\n"
-    "  --test-shards N      shards for the test split (default: same as --shards)\n"
-    "  --compression=C      none (default), gzip (.tfrecord.gz) or zlib (.tfrecord.zlib); --gzip = gzip\n"
-    "  --limit N            convert only the first N examples of each split\n"
-    "  --source DIR         IDX files, plain or .gz (default /usr/share/datasets/fashion-mnist,\n"
-    "                       from the Debian package dataset-fashion-mnist)\n"
-    "  --force              rewrite even when DIR/manifest.txt says the output is complete\n";
 
 struct ConvertOptions {
   std::string source_dir = kDefaultFashionMnistDir;
@@ -98,7 +83,7 @@ std::string ShardFileName(const std::string& split, int index, int count, Compre
 
 absl::StatusOr<ConvertSummary> ConvertFashionMnist(const ConvertOptions& options);
 
-int RunConvert(const std::vector<std::string>& args);
+int RunConvert(const ConvertOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace sluice::tools
 

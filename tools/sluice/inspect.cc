@@ -1,244 +1,272 @@
 #include "tools/sluice/inspect.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cstdint>
-#include <cstdio>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "io/crc32c.h"
-#include "sluice/engine/async_generator.h"
-#include "sluice/io/example.h"
-#include "sluice/engine/reactor.h"
-#include "sluice/io/record_readers.h"
-#include "sluice/engine/sync_wait.h"
-#include "sluice/engine/task.h"
-#include "sluice/io/tfrecord.h"
+#include "io/tfrecord_format.h"
+#include "nlohmann/json.hpp"
+#include "tools/sluice/record_display.h"
+#include "tools/sluice/record_source.h"
 
 namespace sluice::tools {
 namespace {
 
-struct InspectFlags {
-  bool all = false;
-  std::optional<Compression> compression;  // unset: detect
-  std::vector<std::string> files;
-};
+using Json = nlohmann::ordered_json;  // keys in the order written: "file" first
 
-// TFRecord files carry no magic number, so detection asks which reading of the first bytes is
-// consistent: a valid uncompressed record header (its length CRC matches), else the gzip magic, else a
-// zlib header (CMF/FLG check). An empty file reads as uncompressed with no records.
-absl::StatusOr<Compression> DetectCompression(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open '", path, "'"));
-  std::array<unsigned char, 12> head{};
-  ssize_t n = ::pread(fd, head.data(), head.size(), 0);
-  int read_errno = errno;
-  ::close(fd);
-  if (n < 0) return absl::ErrnoToStatus(read_errno, absl::StrCat("read '", path, "'"));
-  if (n == 0) return Compression::kNone;
-  if (n == 12) {
-    uint32_t stored = 0;
-    for (int i = 0; i < 4; ++i) stored |= static_cast<uint32_t>(head[8 + i]) << (8 * i);
-    if (io::MaskCrc(io::Crc32c(head.data(), 8)) == stored) return Compression::kNone;
-  }
-  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Compression::kGzip;
-  if (n >= 2 && (head[0] & 0x0f) == 8 && ((head[0] << 8) | head[1]) % 31 == 0) return Compression::kZlib;
-  // Nothing matched: read it as uncompressed so the reader reports where framing breaks.
-  return Compression::kNone;
+std::string CompressionLabel(Compression compression) {
+  const absl::string_view name = CompressionName(compression);
+  return name.empty() ? "NONE" : std::string(name);
 }
 
-std::string DescribeValues(const Feature& feature) {
-  constexpr size_t kShown = 4;
-  std::vector<std::string> shown;
-  switch (feature.kind) {
-    case FeatureKind::kBytes:
-      for (size_t i = 0; i < std::min(kShown, feature.bytes_list.size()); ++i) {
-        const std::string& b = feature.bytes_list[i];
-        bool printable = std::all_of(b.begin(), b.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-        shown.push_back(printable && b.size() <= 32 ? absl::StrCat("\"", b, "\"")
-                                                    : absl::StrCat("<", b.size(), " bytes>"));
-      }
-      break;
-    case FeatureKind::kFloat:
-      for (size_t i = 0; i < std::min(kShown, feature.float_list.size()); ++i) {
-        shown.push_back(absl::StrCat(feature.float_list[i]));
-      }
-      break;
-    case FeatureKind::kInt64:
-      for (size_t i = 0; i < std::min(kShown, feature.int64_list.size()); ++i) {
-        shown.push_back(absl::StrCat(feature.int64_list[i]));
-      }
-      break;
-    case FeatureKind::kNone:
-      break;
-  }
-  std::string out = absl::StrCat("[", absl::StrJoin(shown, ", "));
-  if (feature.size() > kShown) absl::StrAppend(&out, ", ...");
-  return absl::StrCat(out, "]");
-}
+std::string_view Plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
-void PrintFeatures(const Features& features, std::string_view indent) {
+// Abseil here is built with its own string_view, not std's.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+Json FeaturesJson(const Features& features) {
+  Json out = Json::object();
   for (const auto& [name, feature] : features) {
-    std::printf("%.*s%s: %s, %zu value%s %s\n", static_cast<int>(indent.size()), indent.data(),
-                name.c_str(), std::string(FeatureKindName(feature.kind)).c_str(), feature.size(),
-                feature.size() == 1 ? "" : "s", DescribeValues(feature).c_str());
+    out[name] = {{"kind", std::string(FeatureKindName(feature.kind))}, {"values", feature.size()}};
   }
+  return out;
 }
 
-// Prints what the first record is; returns whether it decoded as an Example or SequenceExample.
-void DescribeFirstRecord(std::string_view record) {
-  absl::StatusOr<DecodedExample> example = DecodeExample(record, "record 0");
-  if (example.ok() && !example->features.empty()) {
-    std::printf("  first record: tf.train.Example, %zu features\n", example->features.size());
-    PrintFeatures(example->features, "    ");
-    return;
+const char* RecordType(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kExample:
+      return "tf.train.Example";
+    case RecordKind::kSequenceExample:
+      return "tf.train.SequenceExample";
+    case RecordKind::kNotExample:
+      return "unknown";
+    case RecordKind::kTooLarge:
+      return "too_large";
   }
-  absl::StatusOr<DecodedSequenceExample> sequence = DecodeSequenceExample(record, "record 0");
-  if (sequence.ok() && !sequence->feature_lists.empty()) {
-    std::printf("  first record: tf.train.SequenceExample, %zu context features, %zu feature lists\n",
-                sequence->context.size(), sequence->feature_lists.size());
-    PrintFeatures(sequence->context, "    context ");
-    for (const auto& [name, steps] : sequence->feature_lists) {
-      size_t values = 0;
-      for (const Feature& step : steps) values += step.size();
-      std::printf("    list %s: %zu steps, %zu values\n", name.c_str(), steps.size(), values);
+  return "?";
+}
+
+Json RecordJson(const RecordDisplay& record) {
+  Json out = {{"type", RecordType(record.kind)}, {"bytes", record.bytes}};
+  switch (record.kind) {
+    case RecordKind::kExample:
+      out["features"] = FeaturesJson(record.example.features);
+      break;
+    case RecordKind::kSequenceExample: {
+      out["context"] = FeaturesJson(record.sequence.context);
+      Json lists = Json::object();
+      for (const auto& [name, steps] : record.sequence.feature_lists) {
+        size_t values = 0;
+        FeatureKind kind = FeatureKind::kNone;
+        for (const Feature& step : steps) {
+          values += step.size();
+          if (kind == FeatureKind::kNone) kind = step.kind;
+        }
+        lists[name] = {
+            {"kind", std::string(FeatureKindName(kind))}, {"steps", steps.size()}, {"values", values}};
+      }
+      out["feature_lists"] = std::move(lists);
+      break;
     }
-    return;
+    case RecordKind::kNotExample:
+    case RecordKind::kTooLarge:
+      out["reason"] = record.why;
+      break;
   }
-  if (example.ok()) {
-    std::printf("  first record: tf.train.Example with no features (%zu bytes)\n", record.size());
-    return;
-  }
-  std::printf("  first record: not a tf.train.Example (%zu bytes): %s\n", record.size(),
-              std::string(example.status().message()).c_str());
+  return out;
 }
 
-struct FileSummary {
-  uint64_t records = 0;
-  uint64_t payload_bytes = 0;
-  uint64_t not_examples = 0;
-  std::vector<absl::Status> errors;
+// Everything one file's report needs, gathered while its records stream past: counts, the first record
+// and at most max_errors_shown errors (printed, not kept), so memory does not grow with the file.
+class FileInspector final : public RecordVisitor {
+ public:
+  FileInspector(const InspectOptions& options, std::ostream& out) : options_(options), out_(out) {}
+
+  bool OnRecord(std::string_view data, uint64_t offset) override {
+    const uint64_t index = records_++;
+    record_bytes_ += data.size();
+    next_offset_ = offset + data.size() + io::kTFRecordHeaderBytes + io::kTFRecordFooterBytes;
+    if (options_.all && IsExampleRecord(data, options_.budget)) ++examples_;
+    switch (options_.format) {
+      case InspectFormat::kText:
+        if (index == 0) {
+          const RecordDisplay shown = DecodeForDisplay(data, options_.budget, "record 0");
+          out_ << "  first record: " << RecordHeadline(shown) << "\n";
+          PrintRecordBody(shown, ShowLimits::Summary(), "    ", out_);
+        }
+        return true;
+      case InspectFormat::kJson:
+        if (index == 0) first_record_ = RecordJson(DecodeForDisplay(data, options_.budget, "record 0"));
+        return true;
+      case InspectFormat::kDump:
+        if (options_.records.Contains(index)) {
+          const RecordDisplay shown = DecodeForDisplay(data, options_.budget, absl::StrCat("record ", index));
+          out_ << "  record " << index << "  offset " << offset << "  length " << data.size() << "\n";
+          out_ << "    " << RecordHeadline(shown) << "\n";
+          PrintRecordBody(shown, ShowLimits::Dump(), "      ", out_);
+          ++dumped_;
+        }
+        return !options_.records.end || records_ < *options_.records.end;
+    }
+    return true;
+  }
+
+  bool OnError(const absl::Status& error) override {
+    if (errors_++ == 0) {
+      first_error_ = {{"offset", next_offset_},
+                      {"code", absl::StatusCodeToString(error.code())},
+                      {"message", std::string(error.message())}};
+    }
+    if (options_.format != InspectFormat::kJson && errors_ <= options_.max_errors_shown) {
+      out_ << "  error: " << error.ToString() << "\n";
+    }
+    return true;
+  }
+
+  uint64_t records() const { return records_; }
+  uint64_t record_bytes() const { return record_bytes_; }
+  uint64_t errors() const { return errors_; }
+  uint64_t examples() const { return examples_; }
+  uint64_t dumped() const { return dumped_; }
+  const Json& first_error() const { return first_error_; }
+  const Json& first_record() const { return first_record_; }
+
+ private:
+  const InspectOptions& options_;
+  std::ostream& out_;
+  uint64_t records_ = 0;
+  uint64_t record_bytes_ = 0;
+  uint64_t errors_ = 0;
+  uint64_t examples_ = 0;
+  uint64_t dumped_ = 0;
+  // Where the record after the last good one starts: where the first error's record starts.
+  uint64_t next_offset_ = 0;
+  Json first_error_;   // null until an error
+  Json first_record_;  // kJson only
 };
 
-Task<FileSummary> ScanFile(Reactor* reactor, std::string path, Compression compression, bool all) {
-  FileSummary summary;
-  TFRecordReaderOptions options;
-  options.compression = compression;
-  AsyncGenerator<absl::StatusOr<Record>> records = ReadTFRecords(*reactor, path, options);
-  while (std::optional<absl::StatusOr<Record>> record = co_await records.Next()) {
-    if (!record->ok()) {
-      summary.errors.push_back(record->status());
-      continue;
-    }
-    std::string_view bytes((*record)->str().data(), (*record)->size());
-    if (summary.records == 0) DescribeFirstRecord(bytes);
-    if (all && !DecodeExample(bytes).ok() && !DecodeSequenceExample(bytes).ok()) ++summary.not_examples;
-    ++summary.records;
-    summary.payload_bytes += bytes.size();
+void PrintCrcLine(uint64_t errors, size_t shown, std::ostream& out) {
+  if (errors == 0) {
+    out << "  crc: ok\n";
+    return;
   }
-  co_return summary;
+  out << "  crc: FAILED (" << errors << " bad record" << Plural(errors);
+  if (errors > shown) out << "; the first " << shown << " errors are shown above";
+  out << ")\n";
 }
 
-int InspectFile(Reactor& reactor, const std::string& path, const InspectFlags& flags) {
-  std::printf("%s\n", path.c_str());
-  absl::StatusOr<FileStat> stat = SyncWait(reactor.Stat(path));
-  if (!stat.ok()) {
-    std::printf("  error: %s\n", stat.status().ToString().c_str());
+int InspectFile(const std::string& path, const InspectOptions& options, std::ostream& out) {
+  const bool json = options.format == InspectFormat::kJson;
+  absl::StatusOr<TFRecordSource> source = TFRecordSource::Open(path, options.compression, options.stdin_fd);
+  if (!source.ok()) {
+    if (json) {
+      const Json line = {{"file", path},
+                         {"compression", nullptr},
+                         {"compression_detected", nullptr},
+                         {"records", 0},
+                         {"bytes", nullptr},
+                         {"record_bytes", 0},
+                         {"crc", "unchecked"},
+                         {"bad_records", 0},
+                         {"first_error",
+                          {{"offset", nullptr},
+                           {"code", absl::StatusCodeToString(source.status().code())},
+                           {"message", std::string(source.status().message())}}},
+                         {"first_record", nullptr}};
+      // Paths and messages may hold bytes that are not UTF-8: replace them rather than throw.
+      out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    } else {
+      out << path << "\n  error: " << source.status().ToString() << "\n";
+    }
     return 1;
   }
-  Compression compression = Compression::kNone;
-  if (flags.compression) {
-    compression = *flags.compression;
+  if (!json) {
+    out << source->name() << "\n  compression: " << CompressionLabel(source->compression())
+        << (source->detected() ? " (detected)" : "") << "\n";
+  }
+  FileInspector inspector(options, out);
+  const uint64_t bytes = source->Scan(inspector);
+  const int status = inspector.errors() == 0 ? 0 : 1;
+  if (json) {
+    Json line = {{"file", path},
+                 {"compression", CompressionLabel(source->compression())},
+                 {"compression_detected", source->detected()},
+                 {"records", inspector.records()},
+                 {"bytes", bytes},
+                 {"record_bytes", inspector.record_bytes()},
+                 {"crc", inspector.errors() == 0 ? "ok" : "bad"},
+                 {"bad_records", inspector.errors()},
+                 {"first_error", inspector.first_error()},
+                 {"first_record", inspector.first_record()}};
+    if (options.all) line["examples"] = inspector.examples();
+    out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    return status;
+  }
+  if (options.format == InspectFormat::kDump) {
+    out << "  records: " << inspector.records() << " read, " << inspector.dumped() << " shown ("
+        << options.records.ToString() << ")\n";
   } else {
-    absl::StatusOr<Compression> detected = DetectCompression(path);
-    if (!detected.ok()) {
-      std::printf("  error: %s\n", detected.status().ToString().c_str());
-      return 1;
-    }
-    compression = *detected;
-  }
-  std::string name(CompressionName(compression));
-  std::printf("  compression: %s%s\n", name.empty() ? "NONE" : name.c_str(),
-              flags.compression ? "" : " (detected)");
-  FileSummary summary = SyncWait(ScanFile(&reactor, path, compression, flags.all));
-  std::printf("  records: %llu\n", static_cast<unsigned long long>(summary.records));
-  std::printf("  bytes: %llu in the file, %llu of record data\n", static_cast<unsigned long long>(stat->size),
-              static_cast<unsigned long long>(summary.payload_bytes));
-  if (flags.all) {
-    std::printf("  decoded: %llu of %llu records are tf.train.Example or SequenceExample\n",
-                static_cast<unsigned long long>(summary.records - summary.not_examples),
-                static_cast<unsigned long long>(summary.records));
-  }
-  if (summary.errors.empty()) {
-    std::printf("  crc: ok\n");
-    return 0;
-  }
-  std::printf("  crc: FAILED (%zu error%s)\n", summary.errors.size(), summary.errors.size() == 1 ? "" : "s");
-  for (const absl::Status& error : summary.errors) {
-    std::printf("  error: %s\n", error.ToString().c_str());
-    std::fprintf(stderr, "sluice inspect: %s\n", std::string(error.message()).c_str());
-  }
-  return 1;
-}
-
-absl::StatusOr<InspectFlags> ParseFlags(const std::vector<std::string>& args) {
-  InspectFlags flags;
-  for (const std::string& arg : args) {
-    if (arg == "--all") {
-      flags.all = true;
-    } else if (arg.rfind("--compression=", 0) == 0) {
-      std::string value = arg.substr(std::string_view("--compression=").size());
-      if (value == "auto") {
-        flags.compression.reset();
-      } else if (value == "none") {
-        flags.compression = Compression::kNone;
-      } else if (value == "gzip") {
-        flags.compression = Compression::kGzip;
-      } else if (value == "zlib") {
-        flags.compression = Compression::kZlib;
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("--compression takes auto, none, gzip or zlib, not '",
-                                                       value, "'"));
-      }
-    } else if (arg.rfind("--", 0) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
-    } else {
-      flags.files.push_back(arg);
+    out << "  records: " << inspector.records() << "\n";
+    out << "  bytes: " << bytes << " in the " << (source->is_stream() ? "stream" : "file") << ", "
+        << inspector.record_bytes() << " of record data\n";
+    if (options.all) {
+      out << "  decoded: " << inspector.examples() << " of " << inspector.records()
+          << " records are tf.train.Example or SequenceExample\n";
     }
   }
-  if (flags.files.empty()) return absl::InvalidArgumentError("no FILE given");
-  return flags;
+  PrintCrcLine(inspector.errors(), options.max_errors_shown, out);
+  return status;
 }
 
 }  // namespace
 
-int RunInspect(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kInspectUsage, stdout);
-      return 0;
-    }
+std::string RecordRange::ToString() const { return absl::StrCat(begin, ":", end ? absl::StrCat(*end) : ""); }
+
+absl::StatusOr<RecordRange> ParseRecordRange(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad record range \"", Av(text), "\": ", Av(why),
+                     " (expected A:B, A: or :B, a half-open range of indices)"));
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return bad("no ':'");
+  const std::string_view a = text.substr(0, colon);
+  const std::string_view b = text.substr(colon + 1);
+  const auto is_index = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  RecordRange range;
+  if (!a.empty() &&
+      (!is_index(a) || !absl::SimpleAtoi(absl::string_view(a.data(), a.size()), &range.begin))) {
+    return bad("the start is not a record index");
   }
-  absl::StatusOr<InspectFlags> flags = ParseFlags(args);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "sluice inspect: %s\n\n%s", std::string(flags.status().message()).c_str(), kInspectUsage);
+  if (!b.empty()) {
+    uint64_t end = 0;
+    if (!is_index(b) || !absl::SimpleAtoi(absl::string_view(b.data(), b.size()), &end)) {
+      return bad("the end is not a record index");
+    }
+    if (end < range.begin) return bad("the end is before the start");
+    range.end = end;
+  }
+  return range;
+}
+
+int RunInspect(const InspectOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.files.empty()) {
+    err << "sluice inspect: no FILE given\n";
     return 2;
   }
-  int exit_code = 0;
-  for (const std::string& path : flags->files) {
-    exit_code = std::max(exit_code, InspectFile(DefaultReactor(), path, *flags));
+  if (std::count(options.files.begin(), options.files.end(), "-") > 1) {
+    err << "sluice inspect: \"-\" (stdin) can be read only once\n";
+    return 2;
   }
-  return exit_code;
+  int status = 0;
+  for (const std::string& path : options.files) status = std::max(status, InspectFile(path, options, out));
+  out.flush();
+  return status;
 }
 
 }  // namespace sluice::tools

@@ -1,33 +1,83 @@
-// `sluice inspect`: describes TFRecord files.
+// `sluice inspect`: describes TFRecord files, as text, as JSON Lines, or as a dump of their records.
 //
-// For each file: the compression (detected from the bytes unless given), the record count, the file and
-// payload bytes, the CRC status, and the first record decoded as a tf.train.Example (or SequenceExample):
-// feature names, kinds and value counts. `--all` decodes every record and counts those that are not
-// Examples. Exit status 0 when every file read cleanly, 1 when any was corrupt or unreadable (the
-// message names the file and byte offset), 2 for bad usage.
+// Contract:
+// - Input: every FILE of options.files in order; "-" is options.stdin_fd, and pipes and FIFOs are read as
+//   streams (TFRecordSource). Compression is detected per file unless options.compression is set.
+// - kText: per file, its name, then "compression:", the first record decoded ("first record:", see
+//   RecordDisplay), each error as it is met ("error:"), "records:", "bytes:", "decoded:" with --all, and a
+//   "crc:" summary line ("ok", or "FAILED (N bad records...)").
+// - kJson: one JSON object per file, one per line, with the keys
+//     file, compression ("NONE"/"GZIP"/"ZLIB", null if the file could not be opened), compression_detected,
+//     records, bytes (of the file or stream read), record_bytes (payloads), crc ("ok", "bad", or "unchecked"
+//     when the file could not be opened), bad_records (error elements: corrupt records and the truncated or
+//     unreadable tail), first_error (null, or {offset, code, message}: offset is where the failing record
+//     starts in the record stream, decompressed for GZIP/ZLIB as Record::offset; null when the file could
+//     not be opened), first_record (null when there is none, else {type, bytes, ...}: for an Example
+//     features {name: {kind, values}}, for a SequenceExample context and feature_lists {name: {kind, steps,
+//     values}}, for "unknown" or "too_large" a reason), and with --all examples (records that decode as an
+//     Example or SequenceExample).
+// - kDump: per file, its name and compression, then for every record in options.records: "record I
+//   offset O  length L" and the record decoded (up to 16 values per feature, bytes escaped and cut after 32
+//   bytes); reading stops after the range's end. Then "records:" (read and shown) and the "crc:" line for
+//   what was read.
+// - Errors are printed once, on `out`, as part of the file's report; only the first
+//   options.max_errors_shown are (the rest are counted), so memory stays flat whatever the file holds. One
+//   record at a time is decoded for display, within options.budget.
+// - Exit status: 0 when every file was read without an error; 1 when any could not be opened or had a
+//   corrupt, truncated or unreadable record (the report names the file and byte offset); 2 for bad options
+//   (message on `err`).
+//
+//   InspectOptions options;
+//   options.files = {"train.tfrecord.gz"};
+//   options.format = InspectFormat::kJson;
+//   int status = RunInspect(options, std::cout, std::cerr);
 #ifndef SLUICE_TOOLS_SLUICE_INSPECT_H_
 #define SLUICE_TOOLS_SLUICE_INSPECT_H_
 
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/io/tfrecord.h"
+#include "tools/sluice/record_display.h"
 
 namespace sluice::tools {
 
-inline constexpr const char* kInspectUsage =
-    "usage: sluice inspect [--all] [--compression=auto|none|gzip|zlib] FILE...\n"
-    "\n"
-    "Describes each TFRecord FILE: compression, record count, bytes, CRC status and the first\n"
-    "record decoded as a tf.train.Example (feature names, types, lengths).\n"
-    "\n"
-    "options:\n"
-    "  --all               decode every record, not just the first\n"
-    "  --compression=C     auto (default: detected from the file's first bytes), none, gzip or zlib\n"
-    "  --help              show this message\n"
-    "\n"
-    "exit status: 0 all files clean, 1 a file is corrupt or unreadable (file and offset printed),\n"
-    "2 bad usage\n";
+// Record indices [begin, end); no end means to the last record.
+struct RecordRange {
+  uint64_t begin = 0;
+  std::optional<uint64_t> end;
 
-int RunInspect(const std::vector<std::string>& args);
+  bool Contains(uint64_t index) const { return index >= begin && (!end || index < *end); }
+  std::string ToString() const;
+};
+
+// "A:B", "A:", ":B" or ":" (decimal indices, B >= A). Else InvalidArgument saying what is accepted.
+absl::StatusOr<RecordRange> ParseRecordRange(std::string_view text);
+
+enum class InspectFormat { kText, kJson, kDump };
+
+inline constexpr size_t kMaxErrorsShown = 10;
+
+struct InspectOptions {
+  std::vector<std::string> files;
+  std::optional<Compression> compression;  // unset: detect per file
+  InspectFormat format = InspectFormat::kText;
+  bool all = false;     // decode every record (kText, kJson)
+  RecordRange records;  // kDump
+  DisplayBudget budget;
+  size_t max_errors_shown = kMaxErrorsShown;
+  int stdin_fd = STDIN_FILENO;  // what "-" reads
+};
+
+int RunInspect(const InspectOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace sluice::tools
 

@@ -6,7 +6,7 @@
 // whole (not per record), which is what tf.io.TFRecordWriter and tf.data.TFRecordDataset write and read.
 //
 // Compression: ParseCompression accepts TensorFlow's compression_type strings "" (or "NONE"), "GZIP" and
-// "ZLIB"; anything else is InvalidArgument.
+// "ZLIB" in any letter case ("gzip", "Zlib", "none"); anything else is InvalidArgument.
 //
 // TFRecordWriter: writes records in order to one file through a large user-space buffer and plain POSIX
 // write(2). Errors are absl::Status values naming the path and the errno text; after a failed call the
@@ -37,7 +37,8 @@ namespace sluice {
 
 enum class Compression { kNone, kGzip, kZlib };
 
-// "" / "NONE" -> kNone, "GZIP" -> kGzip, "ZLIB" -> kZlib (exact, upper case, as TensorFlow); else InvalidArgument.
+// "" / "NONE" -> kNone, "GZIP" -> kGzip, "ZLIB" -> kZlib, ignoring ASCII case (so command lines and config
+// files may say "gzip"); no trimming, so " gzip" is InvalidArgument, as is any other name.
 SLUICE_EXPORT absl::StatusOr<Compression> ParseCompression(absl::string_view name);
 // TensorFlow's spelling: "", "GZIP" or "ZLIB".
 SLUICE_EXPORT absl::string_view CompressionName(Compression compression);
