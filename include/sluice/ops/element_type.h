@@ -16,6 +16,8 @@
 //     }  // namespace my
 //     ElementTypeName<std::vector<my::Point>>();  // "vector<my.Point>"
 //
+//   The hook must be declared before the first use of ElementTypeName (or Node<T>) for the type in a
+//   translation unit, which declaring it in the type's header guarantees.
 //   To look the type up by name at run time (a graph deserializer, a data-service worker), also register
 //   it once in a .cc: SLUICE_REGISTER_ELEMENT_TYPE(my::Point) (sluice/ops/element_type_registry.h).
 // - Any other type, and any composition with such a part, has the empty name: its elements cannot cross a
