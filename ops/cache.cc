@@ -10,14 +10,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/crc32c.h"
+#include "sluice/ops/element_codec.h"
 
 namespace sluice::ops::cache_file {
 namespace {
 
-// Data file: kDataMagic, then per record: uint64 LE length | payload | uint32 LE masked CRC32C(payload).
+// Data file: kDataMagic | element stream header (sluice/ops/element_codec.h), then per record:
+// uint64 LE length | payload | uint32 LE masked CRC32C(payload).
 // Index file: kIndexMagic | uint64 records | uint64 data file size | uint32 masked CRC32C of the 24 bytes
 // before it. All little-endian.
-constexpr char kDataMagic[8] = {'S', 'L', 'C', 'A', 'C', 'H', 'E', '1'};
+// File format 1 ("SLCACHE1") had no element stream header; its files are refused by name.
+constexpr char kDataMagic[8] = {'S', 'L', 'C', 'A', 'C', 'H', 'E', '2'};
+constexpr size_t kMagicPrefix = 7;  // "SLCACHE", then the format digit
+constexpr char kFormatDigit = '2';
+// Bounds the bytes read to find the header; a longer type name reads as a damaged header.
+constexpr size_t kMaxStreamHeader = size_t{64} << 10;
 constexpr char kIndexMagic[8] = {'S', 'L', 'C', 'I', 'D', 'X', '0', '1'};
 constexpr size_t kIndexSize = 8 + 8 + 8 + 4;
 constexpr size_t kRecordOverhead = 8 + 4;
@@ -83,7 +90,7 @@ bool IsComplete(const std::string& filename) {
   return ::stat(IndexPath(filename).c_str(), &st) == 0;
 }
 
-absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename) {
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename, std::string_view element_type) {
   const std::string lock = LockPath(filename);
   int lock_fd = ::open(lock.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (lock_fd < 0) {
@@ -112,6 +119,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename
   std::unique_ptr<Writer> writer(new Writer(filename, fd));
   writer->buffer_.reserve(kIoChunk + kRecordOverhead);
   writer->buffer_.append(kDataMagic, sizeof(kDataMagic));
+  EncodeElementStreamHeader(element_type, &writer->buffer_);
   return writer;
 }
 
@@ -184,7 +192,7 @@ void Writer::Abandon() {
   ::unlink(LockPath(filename_).c_str());
 }
 
-absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const std::string& filename) {
+absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const std::string& filename, std::string_view element_type) {
   const std::string index_path = IndexPath(filename);
   int index_fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (index_fd < 0) return ErrnoError(errno, "open cache index", index_path);
@@ -219,10 +227,29 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const std::string& filename
   std::unique_ptr<Reader> reader(new Reader(filename, fd, records, size));
   absl::StatusOr<bool> filled = reader->Fill(sizeof(kDataMagic));
   if (!filled.ok()) return filled.status();
-  if (!*filled || std::memcmp(reader->buffer_.data(), kDataMagic, sizeof(kDataMagic)) != 0) {
+  if (!*filled || std::memcmp(reader->buffer_.data(), kDataMagic, kMagicPrefix) != 0) {
     return DataLoss(filename, 0, "not a sluice cache file");
   }
+  char digit = reader->buffer_[kMagicPrefix];
+  if (digit != kFormatDigit) {
+    if (digit < '1' || digit > '9') return DataLoss(filename, 0, "not a sluice cache file");
+    return absl::FailedPreconditionError(
+        absl::StrCat("Cache: cache file '", filename, "' has file format ", std::string(1, digit),
+                     (digit < kFormatDigit ? " (written by an older sluice)" : " (written by a newer sluice)"),
+                     "; this build reads format ", std::string(1, kFormatDigit),
+                     ". Delete it and its .index to rebuild the cache"));
+  }
   reader->pos_ += sizeof(kDataMagic);
+  filled = reader->Fill(static_cast<size_t>(std::min<uint64_t>(size - sizeof(kDataMagic), kMaxStreamHeader)));
+  if (!filled.ok()) return filled.status();
+  std::string_view header(reader->buffer_.data() + reader->pos_, reader->end_ - reader->pos_);
+  const size_t available = header.size();
+  if (absl::Status s = CheckElementStreamHeader(&header, element_type); !s.ok()) {
+    if (s.code() == absl::StatusCode::kDataLoss) return DataLoss(filename, sizeof(kDataMagic), s.message());
+    return absl::Status(s.code(), absl::StrCat("Cache: cache file '", filename, "': ", s.message(),
+                                               ". Delete it and its .index to rebuild the cache"));
+  }
+  reader->pos_ += available - header.size();
   return reader;
 }
 

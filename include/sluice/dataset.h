@@ -1,5 +1,6 @@
 // sluice's dataset API in one include: Dataset<T> with every op (sources, transforms, parallel ops),
-// Iterator<T>, Options, and the element types pipelines are made of (Tensor, ParsedExample).
+// Iterator<T>, Options, the element types pipelines are made of (Tensor, ParsedExample), and their names,
+// codecs and registry (for elements that cross a process boundary).
 // Each op's contract is in its own header under sluice/ops/.
 //
 //   #include "sluice/dataset.h"
@@ -11,5 +12,6 @@
 #include "sluice/io/example.h"
 #include "sluice/io/tensor.h"
 #include "sluice/ops/dataset.h"
+#include "sluice/ops/element_type_registry.h"
 
 #endif  // SLUICE_DATASET_H_

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 
 #include <atomic>
 #include <cstdint>
@@ -18,7 +19,9 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
+#include "io/crc32c.h"
 #include "sluice/io/tensor.h"
+#include "sluice/ops/element_codec.h"
 #include "tests/test_util.h"
 #include "tests/ops/test_helpers.h"
 
@@ -47,6 +50,49 @@ Dataset<int64_t> Counted(int64_t n, std::shared_ptr<std::atomic<int64_t>> calls)
 }
 
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+template <class T>
+size_t StreamHeaderSize() {
+  std::string header;
+  EncodeElementStreamHeader<T>(&header);
+  return header.size();
+}
+
+// A valid cache index (the layout of ops/cache.cc) for a data file of `size` bytes.
+std::string IndexFor(uint64_t records, uint64_t size) {
+  char index[28];
+  std::memcpy(index, "SLCIDX01", 8);
+  for (int i = 0; i < 8; ++i) index[8 + i] = static_cast<char>(records >> (8 * i));
+  for (int i = 0; i < 8; ++i) index[16 + i] = static_cast<char>(size >> (8 * i));
+  uint32_t crc = io::MaskCrc(io::Crc32c(index, 24));
+  for (int i = 0; i < 4; ++i) index[24 + i] = static_cast<char>(crc >> (8 * i));
+  return std::string(index, sizeof(index));
+}
+
+// Types with a codec but no element type name: their cache files carry no type check.
+struct UnnamedInt {
+  int64_t v = 0;
+};
+struct UnnamedString {
+  std::string v;
+};
+
+}  // namespace
+
+template <>
+struct ElementCodec<UnnamedInt> {
+  static void Encode(const UnnamedInt& x, std::string* out) { ElementCodec<int64_t>::Encode(x.v, out); }
+  static absl::Status Decode(std::string_view* in, UnnamedInt* x) { return ElementCodec<int64_t>::Decode(in, &x->v); }
+};
+template <>
+struct ElementCodec<UnnamedString> {
+  static void Encode(const UnnamedString& x, std::string* out) { ElementCodec<std::string>::Encode(x.v, out); }
+  static absl::Status Decode(std::string_view* in, UnnamedString* x) {
+    return ElementCodec<std::string>::Decode(in, &x->v);
+  }
+};
+
+namespace {
 
 // A fresh cache path for each test, with any leftovers of an earlier run removed.
 std::string CachePath(const std::string& name) {
@@ -237,9 +283,10 @@ TEST(FileCacheTest, DamagedFilesAreDataLossNamingFileAndOffset) {
   auto ds = Range(100).Cache(path);
   ASSERT_EQ(Values(ds).size(), 100u);
   std::string bytes = ReadWholeFile(path);
-  // Flip one payload byte of record 10 (8-byte magic, then records of 8 + 8 + 4 bytes).
+  // Flip one payload byte of record 10 (8-byte magic, the element stream header, then records of
+  // 8 + 8 + 4 bytes).
   std::string corrupt = bytes;
-  size_t record10 = 8 + 10 * 20;
+  size_t record10 = 8 + StreamHeaderSize<int64_t>() + 10 * 20;
   corrupt[record10 + 8] ^= 0x5a;
   WriteFile(path, corrupt);
   auto got = Collect(ds);
@@ -256,17 +303,68 @@ TEST(FileCacheTest, DamagedFilesAreDataLossNamingFileAndOffset) {
   EXPECT_NE(truncated[0].status().message().find(path), std::string::npos);
   // A damaged index.
   WriteFile(path, bytes);
+  std::string index = ReadWholeFile(path + ".index");
   WriteFile(path + ".index", "garbage");
   auto bad_index = Collect(ds);
   ASSERT_EQ(bad_index.size(), 1u);
   EXPECT_EQ(bad_index[0].status().code(), absl::StatusCode::kDataLoss);
-  // Elements that do not decode as the element type (int64 cache read as strings).
-  std::string mismatch = CachePath("cache_mismatch");
-  ASSERT_EQ(Values(Range(3).Map([](int64_t x) { return x + 1000; }).Cache(mismatch)).size(), 3u);
-  auto wrong_type = Collect(Range(3).Map([](int64_t x) { return std::to_string(x); }).Cache(mismatch));
+  // A damaged element stream header (its magic) is DataLoss at the header's offset.
+  std::string bad_header = bytes;
+  bad_header[8] ^= 0x20;
+  WriteFile(path + ".index", index);
+  WriteFile(path, bad_header);
+  auto header_lost = Collect(ds);
+  ASSERT_EQ(header_lost.size(), 1u);
+  EXPECT_EQ(header_lost[0].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(header_lost[0].status().message().find("offset 8"), std::string::npos) << header_lost[0].status();
+  // Elements that do not decode, in a type without a name (so the header cannot tell): DataLoss.
+  std::string mismatch = CachePath("cache_unnamed_mismatch");
+  ASSERT_EQ(Values(Range(3).Map([](int64_t x) { return UnnamedInt{x + 1000}; }).Cache(mismatch)).size(), 3u);
+  auto wrong_type = Collect(Range(3).Map([](int64_t x) { return UnnamedString{std::to_string(x)}; }).Cache(mismatch));
   ASSERT_EQ(wrong_type.size(), 1u);
   EXPECT_EQ(wrong_type[0].status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(wrong_type[0].status().message().find("element 0"), std::string::npos) << wrong_type[0].status();
+}
+
+TEST(FileCacheTest, CacheOfAnotherElementTypeIsANamedError) {
+  std::string path = CachePath("cache_type_mismatch");
+  ASSERT_EQ(Values(Range(3).Batch(2).Cache(path)), (std::vector<std::vector<int64_t>>{{0, 1}, {2}}));
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto as_tensors = Counted(3, calls).Map([](int64_t x) { return Tensor::Scalar<int64_t>(x); }).Cache(path);
+  auto got = Collect(as_tensors);
+  ASSERT_EQ(got.size(), 1u);
+  const absl::Status& status = got[0].status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find(path), std::string::npos) << status;
+  EXPECT_NE(status.message().find("element stream holds vector<int64>, reader expects Tensor"), std::string::npos)
+      << status;
+  EXPECT_EQ(calls->load(), 0);  // the input does not run over a cache it cannot use
+  // The cache is left alone: its own type still reads it.
+  EXPECT_EQ(Values(Range(3).Batch(2).Cache(path)).size(), 2u);
+}
+
+TEST(FileCacheTest, CacheFromAnOlderFileFormatIsANamedError) {
+  // Format 1 had no element stream header: rebuild such a file (and a matching index) from a new one.
+  std::string path = CachePath("cache_old_format");
+  ASSERT_EQ(Values(Range(5).Cache(path)).size(), 5u);
+  std::string bytes = ReadWholeFile(path);
+  std::string old_format = "SLCACHE1" + bytes.substr(8 + StreamHeaderSize<int64_t>());
+  WriteFile(path, old_format);
+  WriteFile(path + ".index", IndexFor(5, old_format.size()));
+  auto got = Collect(Range(5).Cache(path));
+  ASSERT_EQ(got.size(), 1u);
+  const absl::Status& status = got[0].status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find(path), std::string::npos) << status;
+  EXPECT_NE(status.message().find("older"), std::string::npos) << status;
+  // A file from a newer sluice says so too.
+  bytes[7] = '7';
+  WriteFile(path, bytes);
+  WriteFile(path + ".index", IndexFor(5, bytes.size()));
+  auto newer = Collect(Range(5).Cache(path));
+  ASSERT_EQ(newer.size(), 1u);
+  EXPECT_EQ(newer[0].status().code(), absl::StatusCode::kFailedPrecondition) << newer[0].status();
+  EXPECT_NE(newer[0].status().message().find("newer"), std::string::npos) << newer[0].status();
 }
 
 TEST(FileCacheTest, WriteErrorIsYieldedOnceAndThePassGoesOnUncached) {

@@ -9,9 +9,14 @@
 //   so the next pass runs the input again. Iterators running at once each fill their own copy; the first
 //   to finish publishes.
 // - filename non-empty caches in files, which persist across runs (tf.data's file cache):
-//   * `filename` holds the elements (ElementCodec encoding, each record length-prefixed and CRC32C
-//     checked), `filename.index` is written (atomically, by rename) only when a pass completes and marks
-//     the cache as usable, and `filename.lockfile` is held by the pass that is writing.
+//   * `filename` holds an element stream header naming the element type (ElementTypeName) and the
+//     element format version, then the elements (ElementCodec encoding, each record length-prefixed and
+//     CRC32C checked); `filename.index` is written (atomically, by rename) only when a pass completes and
+//     marks the cache as usable, and `filename.lockfile` is held by the pass that is writing.
+//   * A cache file of another element type ("Cache: cache file '...': element stream holds int64, reader
+//     expects string"), of another element format version, or written by an older sluice in an older
+//     file format is one FailedPrecondition element naming the file, then the end; the input does not
+//     run. Delete the files to rebuild the cache. (Element types without a name are not checked.)
 //   * A pass that finds `filename.index` reads the elements from the file and never runs the input.
 //     Otherwise it takes the lock and writes while passing the input's elements through; when the input
 //     ends it publishes the index and releases the lock. An abandoned pass removes its partial file and
@@ -54,6 +59,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/export.h"
 #include "sluice/ops/element_codec.h"
+#include "sluice/ops/element_type.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 
@@ -69,8 +75,9 @@ SLUICE_EXPORT bool IsComplete(const std::string& filename);
 class SLUICE_EXPORT Writer {
  public:
   // AlreadyExists when another writer holds the lock; errno errors naming the path otherwise; nullptr when
-  // the cache was completed by another writer before the lock was taken (read it instead).
-  static absl::StatusOr<std::unique_ptr<Writer>> Open(const std::string& filename);
+  // the cache was completed by another writer before the lock was taken (read it instead). The file
+  // starts with an element stream header naming `element_type` (sluice/ops/element_codec.h).
+  static absl::StatusOr<std::unique_ptr<Writer>> Open(const std::string& filename, std::string_view element_type);
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -96,7 +103,9 @@ class SLUICE_EXPORT Writer {
 // Reads a completed cache file record by record.
 class SLUICE_EXPORT Reader {
  public:
-  static absl::StatusOr<std::unique_ptr<Reader>> Open(const std::string& filename);
+  // FailedPrecondition naming the file when it holds another element type than `element_type`, another
+  // element format version, or an older cache file format; DataLoss when it is damaged.
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(const std::string& filename, std::string_view element_type);
   ~Reader();
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
@@ -237,7 +246,7 @@ class CacheNode final : public Node<T> {
 
     void Start(absl::StatusOr<T>* out) {
       if (!cache_file::IsComplete(filename_)) {
-        absl::StatusOr<std::unique_ptr<cache_file::Writer>> writer = cache_file::Writer::Open(filename_);
+        absl::StatusOr<std::unique_ptr<cache_file::Writer>> writer = cache_file::Writer::Open(filename_, ElementTypeName<T>());
         if (!writer.ok()) {
           *out = AnnotateCache(writer.status());
           mode_ = Mode::kFailed;
@@ -251,7 +260,7 @@ class CacheNode final : public Node<T> {
         }
         // Another pass completed the cache between the check and the lock: read it.
       }
-      absl::StatusOr<std::unique_ptr<cache_file::Reader>> reader = cache_file::Reader::Open(filename_);
+      absl::StatusOr<std::unique_ptr<cache_file::Reader>> reader = cache_file::Reader::Open(filename_, ElementTypeName<T>());
       if (!reader.ok()) {
         *out = AnnotateCache(reader.status());
         mode_ = Mode::kFailed;

@@ -10,8 +10,11 @@
 //   reserved), so it is safe to feed untrusted or corrupt input and to fuzz.
 // - Supported: arithmetic types other than long double (fixed width, little-endian; bool is one byte
 //   that must be 0 or 1), Half, std::string, Tensor (dtype, shape, then the elements; string tensors
-//   element by element), std::vector<U>, std::pair<A, B>, std::tuple<...> and std::optional<U> of
-//   supported types. Add a type by specialising ElementCodec for it with the same two static members.
+//   element by element), ParsedExample (its fixed tensors, then each var feature's values and row
+//   lengths), absl::Status (code, message and payloads), absl::StatusOr<U> (errors are elements, so
+//   they cross the wire and are saved like values), std::vector<U>, std::pair<A, B>, std::tuple<...> and
+//   std::optional<U> of supported types. Add a type by specialising ElementCodec for it (in namespace
+//   sluice) with the same two static members.
 // - HasElementCodec<T> is true when ElementCodec<T> exists for T (and, for containers, for everything
 //   inside); code that needs serialisation (the file Cache) requires it with a static_assert.
 // - EncodeElement / DecodeElement wrap one whole value: DecodeElement rejects trailing bytes.
@@ -19,13 +22,21 @@
 //   Decode reuses the output's storage (assign / resize), so decoding into a reused value allocates
 //   only where the output must grow.
 // - The encoding is stable across runs of the same build and platform-independent (little-endian on
-//   the wire); it carries no type tag or version, so both sides must agree on T.
+//   the wire). An element carries no type tag or version: a stream of elements starts with one
+//   ElementStreamHeader (below), which names the element type and the format version, so a reader of the
+//   wrong type gets a FailedPrecondition naming both types instead of DataLoss from the first element.
 // - Threading: stateless; every function is safe to call concurrently.
 //
 //   std::string bytes;
 //   EncodeElement(std::make_pair(int64_t{7}, std::string("seven")), &bytes);
 //   std::pair<int64_t, std::string> back;
 //   absl::Status s = DecodeElement(bytes, &back);  // OK, back == {7, "seven"}
+//
+//   std::string stream;
+//   EncodeElementStreamHeader<Tensor>(&stream);     // a writer, once
+//   std::string_view in = stream;
+//   s = CheckElementStreamHeader<std::vector<int64_t>>(&in);
+//   // FailedPrecondition: "element stream holds Tensor, reader expects vector<int64>"
 #ifndef SLUICE_OPS_ELEMENT_CODEC_H_
 #define SLUICE_OPS_ELEMENT_CODEC_H_
 
@@ -43,8 +54,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/io/example.h"
 #include "sluice/io/tensor.h"
+#include "sluice/ops/element_type.h"
 
 namespace sluice {
 
@@ -99,6 +114,11 @@ inline void PutVarint(uint64_t value, std::string* out) {
   }
   bytes[n++] = static_cast<char>(value);
   out->append(bytes, n);
+}
+
+inline void PutString(std::string_view value, std::string* out) {
+  PutVarint(value.size(), out);
+  out->append(value.data(), value.size());
 }
 
 // False on truncation or on a varint longer than 64 bits.
@@ -369,6 +389,109 @@ struct ElementCodec<Tensor> {
   }
 };
 
+// ParsedExample: the fixed tensors, then per var feature its values and row lengths, as vectors of
+// tensors. The layout ParseExample guarantees (rank-1 values, int64 row lengths) is not checked: the
+// codec carries any value faithfully, and decoding stays bounded by the input either way.
+template <>
+struct ElementCodec<VarLenValues> {
+  static void Encode(const VarLenValues& value, std::string* out) {
+    ElementCodec<Tensor>::Encode(value.values, out);
+    ElementCodec<Tensor>::Encode(value.row_lengths, out);
+  }
+  static absl::Status Decode(std::string_view* in, VarLenValues* value) {
+    if (absl::Status s = ElementCodec<Tensor>::Decode(in, &value->values); !s.ok()) return s;
+    return ElementCodec<Tensor>::Decode(in, &value->row_lengths);
+  }
+};
+
+template <>
+struct ElementCodec<ParsedExample> {
+  static void Encode(const ParsedExample& value, std::string* out) {
+    ElementCodec<std::vector<Tensor>>::Encode(value.fixed, out);
+    ElementCodec<std::vector<VarLenValues>>::Encode(value.var, out);
+  }
+  static absl::Status Decode(std::string_view* in, ParsedExample* value) {
+    if (absl::Status s = ElementCodec<std::vector<Tensor>>::Decode(in, &value->fixed); !s.ok()) return s;
+    return ElementCodec<std::vector<VarLenValues>>::Decode(in, &value->var);
+  }
+};
+
+// absl::Status: the code (varint); a non-OK status then has its message and its payloads (count, then
+// type URL and bytes for each). Codes outside absl's canonical set are DataLoss.
+template <>
+struct ElementCodec<absl::Status> {
+  static void Encode(const absl::Status& value, std::string* out) {
+    codec_detail::PutVarint(static_cast<uint64_t>(value.code()), out);
+    if (value.ok()) return;
+    codec_detail::PutString(std::string_view(value.message().data(), value.message().size()), out);
+    uint64_t payloads = 0;
+    value.ForEachPayload([&](absl::string_view, const absl::Cord&) { ++payloads; });
+    codec_detail::PutVarint(payloads, out);
+    value.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+      codec_detail::PutString(std::string_view(type_url.data(), type_url.size()), out);
+      codec_detail::PutVarint(payload.size(), out);
+      for (absl::string_view chunk : payload.Chunks()) out->append(chunk.data(), chunk.size());
+    });
+  }
+  static absl::Status Decode(std::string_view* in, absl::Status* value) {
+    uint64_t code = 0;
+    if (!codec_detail::GetVarint(in, &code)) return codec_detail::Truncated("a status code");
+    if (code > static_cast<uint64_t>(absl::StatusCode::kUnauthenticated)) {
+      return absl::DataLossError(absl::StrCat("ElementCodec: unknown status code ", code));
+    }
+    if (code == 0) {
+      *value = absl::OkStatus();
+      return absl::OkStatus();
+    }
+    std::string message;
+    if (absl::Status s = ElementCodec<std::string>::Decode(in, &message); !s.ok()) return s;
+    absl::Status status(static_cast<absl::StatusCode>(code), message);
+    uint64_t payloads = 0;
+    // A payload takes at least two bytes: the lengths of its URL and of its bytes.
+    if (absl::Status s = codec_detail::GetCount(in, 2, "a status's payloads", &payloads); !s.ok()) return s;
+    std::string type_url;
+    std::string payload;
+    for (uint64_t i = 0; i < payloads; ++i) {
+      if (absl::Status s = ElementCodec<std::string>::Decode(in, &type_url); !s.ok()) return s;
+      if (absl::Status s = ElementCodec<std::string>::Decode(in, &payload); !s.ok()) return s;
+      status.SetPayload(type_url, absl::Cord(payload));
+    }
+    *value = std::move(status);
+    return absl::OkStatus();
+  }
+};
+
+// absl::StatusOr<U>: tag byte 1 then the value, or 0 then the (non-OK) status.
+template <class U>
+  requires HasElementCodec<U>
+struct ElementCodec<absl::StatusOr<U>> {
+  static void Encode(const absl::StatusOr<U>& value, std::string* out) {
+    out->push_back(value.ok() ? '\1' : '\0');
+    if (value.ok()) {
+      ElementCodec<U>::Encode(*value, out);
+    } else {
+      ElementCodec<absl::Status>::Encode(value.status(), out);
+    }
+  }
+  static absl::Status Decode(std::string_view* in, absl::StatusOr<U>* value) {
+    if (in->empty()) return codec_detail::Truncated("a StatusOr");
+    char tag = in->front();
+    in->remove_prefix(1);
+    if (tag == 1) {
+      static_assert(std::is_default_constructible_v<U>, "ElementCodec: StatusOr values must be default-constructible");
+      if (!value->ok()) value->emplace();
+      return ElementCodec<U>::Decode(in, &**value);
+    }
+    if (tag != 0) return absl::DataLossError("ElementCodec: a StatusOr's tag is neither 0 nor 1");
+    absl::Status status;
+    if (absl::Status s = ElementCodec<absl::Status>::Decode(in, &status); !s.ok()) return s;
+    // absl::StatusOr cannot hold an OK status without a value.
+    if (status.ok()) return absl::DataLossError("ElementCodec: a StatusOr's error is OK");
+    *value = std::move(status);
+    return absl::OkStatus();
+  }
+};
+
 // Appends the encoding of one value to `out`.
 template <class T>
   requires HasElementCodec<T>
@@ -385,6 +508,62 @@ absl::Status DecodeElement(std::string_view bytes, T* value) {
     return absl::DataLossError(absl::StrCat("ElementCodec: ", bytes.size(), " trailing bytes after the element"));
   }
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The element stream header: "SLEL", the format version (varint), then the element type's name
+// (ElementTypeName, varint length + bytes). A writer puts it once at the start of a stream of encoded
+// elements (a cache file, a data-service connection); the reader checks it before decoding any element.
+// - Not a header (bad magic, truncated): DataLoss.
+// - Another format version: FailedPrecondition naming both versions (this build reads only its own).
+// - Another element type: FailedPrecondition "element stream holds vector<int64>, reader expects Tensor".
+//   Unnamed types ("") match only each other; a stream of them is as unchecked as before the header.
+
+// Bumped whenever the encoding of any element type changes.
+inline constexpr uint64_t kElementFormatVersion = 1;
+
+inline void EncodeElementStreamHeader(std::string_view type_name, std::string* out) {
+  out->append("SLEL", 4);
+  codec_detail::PutVarint(kElementFormatVersion, out);
+  codec_detail::PutString(type_name, out);
+}
+
+template <class T>
+void EncodeElementStreamHeader(std::string* out) {
+  EncodeElementStreamHeader(ElementTypeName<T>(), out);
+}
+
+// Reads the header from the front of `in` and advances past it.
+inline absl::Status CheckElementStreamHeader(std::string_view* in, std::string_view expected_type_name) {
+  if (in->size() < 4 || in->substr(0, 4) != "SLEL") {
+    return absl::DataLossError("ElementCodec: not an element stream (no element stream header)");
+  }
+  in->remove_prefix(4);
+  uint64_t version = 0;
+  if (!codec_detail::GetVarint(in, &version)) return codec_detail::Truncated("an element stream header");
+  if (version != kElementFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("element stream has format version ", version,
+                                                      ", this build reads only version ", kElementFormatVersion));
+  }
+  uint64_t size = 0;
+  if (!codec_detail::GetVarint(in, &size) || size > in->size()) {
+    return codec_detail::Truncated("an element stream header");
+  }
+  std::string_view type_name = in->substr(0, static_cast<size_t>(size));
+  in->remove_prefix(static_cast<size_t>(size));
+  if (type_name != expected_type_name) {
+    auto describe = [](std::string_view name) {
+      return name.empty() ? std::string("an unnamed element type") : std::string(name);
+    };
+    return absl::FailedPreconditionError(absl::StrCat("element stream holds ", describe(type_name),
+                                                      ", reader expects ", describe(expected_type_name)));
+  }
+  return absl::OkStatus();
+}
+
+template <class T>
+absl::Status CheckElementStreamHeader(std::string_view* in) {
+  return CheckElementStreamHeader(in, ElementTypeName<T>());
 }
 
 }  // namespace sluice

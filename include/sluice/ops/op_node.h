@@ -1,5 +1,5 @@
 // OpNode: the immutable definition of one dataset op: its stable name, its parameters as named values,
-// its inputs and its cardinality. Node<T> adds the element type and makes Streams.
+// its inputs, its cardinality and its element type's name. Node<T> adds the element type and makes Streams.
 //
 // Definitions never hold iteration state, so one definition serves any number of iterators at once,
 // and a pipeline can be walked (for printing, serialising to remote workers, checkpoint layouts) without
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sluice/export.h"
+#include "sluice/ops/element_type.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -64,12 +65,16 @@ class SLUICE_EXPORT OpNode {
   virtual std::vector<Param> params() const = 0;
   virtual std::vector<std::shared_ptr<const OpNode>> inputs() const = 0;
   virtual int64_t cardinality() const = 0;
+  // ElementTypeName of the elements (sluice/ops/element_type.h); "" when they cannot cross a process
+  // boundary, and then neither can a pipeline containing this node.
+  virtual std::string element_type_name() const = 0;
 };
 
 template <class T>
 class Node : public OpNode {
  public:
   using element_type = T;
+  std::string element_type_name() const override { return ElementTypeName<T>(); }
   virtual std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const = 0;
 };
 
