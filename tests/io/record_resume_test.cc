@@ -239,6 +239,33 @@ TEST_P(TFRecordResumeTest, PositionAfterACorruptRecordIsTheNextRecord) {
   EXPECT_EQ(again[0].value.status(), full[0].value.status());
 }
 
+// A large file read in large blocks (one mmap window, data CRCs checked on two threads): a start in the
+// middle of the window gives the same records as a full read.
+TEST_P(TFRecordResumeTest, LargeBlocksStartInTheMiddle) {
+  const std::string path = TempPath("resume_large.tfrecord");
+  {
+    absl::StatusOr<TFRecordWriter> writer = TFRecordWriter::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(writer->Write(std::string(40'000 + static_cast<size_t>(i) * 13, static_cast<char>(i))).ok());
+    }
+    ASSERT_TRUE(writer->Close().ok());
+  }
+  FileCase f{path};
+  const std::vector<Item> full = Read(f, 0);
+  ASSERT_EQ(full.size(), 200u);
+  for (size_t i : {size_t{1}, size_t{77}, size_t{199}}) {
+    const std::vector<Item> rest = Read(f, full[i].offset);
+    ASSERT_EQ(rest.size(), full.size() - i);
+    for (size_t j = 0; j < rest.size(); ++j) {
+      ASSERT_TRUE(rest[j].value.ok()) << rest[j].value.status();
+      EXPECT_EQ(*rest[j].value, *full[i + j].value);
+      EXPECT_EQ(rest[j].offset, full[i + j].offset);
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 // Lines of many lengths, empty ones, "\r\n" endings and a last line without a newline.
 std::string TextBody() {
   std::string text;

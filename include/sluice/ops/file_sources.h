@@ -17,7 +17,8 @@
 //   {file index in the list it reads (its auto-shard share, if any), byte offset of the next record in
 //   that file}, updated as each element is delivered (errors too: after a data CRC error the next record;
 //   after an error that ends a file, {next file, 0}); {i, 0} is file i from its start (for
-//   FixedLengthRecords: its first record, after the header) and {number of files, 0} the end.
+//   FixedLengthRecords: its first record, after the header) and {number of files, 0} the end. Until the
+//   next file is opened a position may be the end of file i, which resumes the same as {i + 1, 0}.
 //   MakeStreamAt(context, {i, offset}) reads file i from that offset (as the readers' start_offset:
 //   a bad offset is the reader's error element for that file, naming it, and reading goes on with the
 //   next file), then the files after it. ListFiles: {index in this pass's order, pass}; MakeStreamAt
