@@ -126,8 +126,15 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
   const int fd = file.fd();
   const uint64_t size = file.Size();
   const size_t window = RoundUp(options.mmap_window, PageSize());
-  const uint64_t num_windows = (size + window - 1) / window;
-  auto window_length = [&](uint64_t k) { return static_cast<size_t>(std::min<uint64_t>(window, size - k * window)); };
+  // Mappings start at a page boundary; the bytes before start_offset in the first window are not handed
+  // out (ReadBlocks has checked start_offset < size).
+  const uint64_t start_offset = options.start_offset;
+  const uint64_t first = start_offset / PageSize() * PageSize();
+  const uint64_t num_windows = (size - first + window - 1) / window;
+  auto window_offset = [&](uint64_t k) { return first + k * window; };
+  auto window_length = [&](uint64_t k) {
+    return static_cast<size_t>(std::min<uint64_t>(window, size - window_offset(k)));
+  };
   // Destruction runs in reverse: `scope` joins the mapping task before the windows and the fd go.
   std::unique_ptr<Window> windows[2] = {std::make_unique<Window>(options.resume_on),
                                         std::make_unique<Window>(options.resume_on)};
@@ -135,7 +142,8 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
   AsyncScope scope;
   ReactorThreadCheck check(&scope, &mapping_thread);
 
-  StartMap(scope, reactor, fd, path, options.prefault, *windows[0], 0, window_length(0), mapping_thread);
+  StartMap(scope, reactor, fd, path, options.prefault, *windows[0], window_offset(0), window_length(0),
+           mapping_thread);
   absl::Status failure;
   for (uint64_t k = 0; k < num_windows; ++k) {
     Window& w = *windows[k % 2];
@@ -167,12 +175,13 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
                                                  got > w.offset ? got - w.offset : 0));
       break;
     }
+    const size_t skip = static_cast<size_t>(std::max(w.offset, start_offset) - w.offset);
     Block block;
     block.buffer = std::move(*w.map);
-    block.data = std::span<const std::byte>(block.buffer.get(), w.length);
-    block.offset = w.offset;
+    block.data = std::span<const std::byte>(block.buffer.get() + skip, w.length - skip);
+    block.offset = w.offset + skip;
     if (k + 1 < num_windows) {
-      StartMap(scope, reactor, fd, path, options.prefault, *windows[(k + 1) % 2], (k + 1) * window,
+      StartMap(scope, reactor, fd, path, options.prefault, *windows[(k + 1) % 2], window_offset(k + 1),
                window_length(k + 1), mapping_thread);
     }
     absl::StatusOr<Block> out(std::move(block));

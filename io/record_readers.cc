@@ -24,8 +24,10 @@
 namespace sluice {
 namespace {
 
-SequentialReadOptions BlockOptions(const ReadOptions& io, Compression compression) {
+// `start` is where the file is read from: the start offset for uncompressed files, else 0.
+SequentialReadOptions BlockOptions(const ReadOptions& io, Compression compression, uint64_t start) {
   SequentialReadOptions options;
+  options.start_offset = compression == Compression::kNone ? start : 0;
   options.block_size = io.block_size;
   options.blocks_in_flight = io.blocks_in_flight;
   options.direct = io.direct;
@@ -62,6 +64,14 @@ Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::s
 
 absl::StatusOr<Record> Failure(absl::Status status) { return status; }
 
+// Tells the consumer, when it asked (ReadOptions::position), where the element after this one starts.
+void NotePosition(const ReadOptions& io, uint64_t next_offset, bool ended) {
+  if (io.position != nullptr) {
+    io.position->next_offset = next_offset;
+    io.position->ended = ended;
+  }
+}
+
 // A piece of the (decompressed) stream. `owner` is set when `data` lies in a block buffer it owns;
 // otherwise `data` is valid until the next Next() on the chunk generator.
 struct Chunk {
@@ -74,10 +84,11 @@ io::ZlibFormat FormatOf(Compression compression) {
   return compression == Compression::kZlib ? io::ZlibFormat::kZlib : io::ZlibFormat::kGzip;
 }
 
-// The file's bytes, decompressed when asked. An error is the last element.
+// The file's bytes from stream offset `start`, decompressed when asked (from the file's start, dropping
+// what comes before `start`). An error is the last element.
 AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string path, Compression compression,
-                                                 ReadOptions io) {
-  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, compression));
+                                                 ReadOptions io, uint64_t start) {
+  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, compression, start));
   std::optional<io::Inflater> inflater;
   if (compression != Compression::kNone) inflater.emplace(FormatOf(compression), path);
   uint64_t produced = 0;
@@ -107,16 +118,23 @@ AsyncGenerator<absl::StatusOr<Chunk>> ReadChunks(Reactor& reactor, std::string p
         co_return;
       }
       if (piece->empty()) break;
-      Chunk chunk;
-      chunk.data = *piece;
-      chunk.offset = produced;
+      const uint64_t piece_offset = produced;
       produced += piece->size();
+      if (produced <= start) continue;
+      const size_t skip = static_cast<size_t>(std::max(piece_offset, start) - piece_offset);
+      Chunk chunk;
+      chunk.data = piece->subspan(skip);
+      chunk.offset = piece_offset + skip;
       absl::StatusOr<Chunk> out(std::move(chunk));
       co_yield std::move(out);
     }
   }
   if (inflater.has_value()) {
     absl::Status finished = inflater->Finish();
+    if (finished.ok() && produced < start) {
+      finished = absl::OutOfRangeError(absl::StrCat(path, " (decompressed): start offset ", start,
+                                                    " is past the end of the data (", produced, " bytes)"));
+    }
     if (!finished.ok()) {
       absl::StatusOr<Chunk> error(std::move(finished));
       co_yield std::move(error);
@@ -176,7 +194,8 @@ Task<absl::Status> CheckOnReactor(Reactor* reactor, CrcCheck* check) {
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
                                                      TFRecordReaderOptions options, ReadOptions io) {
-  AsyncGenerator<absl::StatusOr<Block>> blocks = ReadBlocks(reactor, path, BlockOptions(io, options.compression));
+  AsyncGenerator<absl::StatusOr<Block>> blocks =
+      ReadBlocks(reactor, path, BlockOptions(io, options.compression, options.start_offset));
   io::TFRecordDecoder decoder(options.compression, io::ParserOptionsFor(options, path));
   Executor* resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();
   // Declared after everything a check reads: destroyed (and so joined) first.
@@ -190,6 +209,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
     if (!block.has_value()) break;
     if (!block->ok()) {
       absl::StatusOr<Record> error = Failure(block->status());
+      NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
       co_yield std::move(error);
       co_return;
     }
@@ -227,6 +247,8 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
           if (next.status() == last_error) co_return;
           last_error = next.status();
           absl::StatusOr<Record> error = Failure(next.status());
+          // After a data CRC mismatch the parser is past the bad record and reading goes on.
+          NotePosition(io, decoder.parser().record_start(), decoder.failed());
           co_yield std::move(error);
           continue;
         }
@@ -234,6 +256,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
         last_error = absl::OkStatus();
         absl::StatusOr<Record> out =
             MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
+        NotePosition(io, decoder.parser().record_start(), /*ended=*/false);
         co_yield std::move(out);
       }
     }
@@ -241,20 +264,23 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
   absl::Status finished = decoder.Finish();
   if (!finished.ok() && finished != last_error) {
     absl::StatusOr<Record> error = Failure(std::move(finished));
+    NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
     co_yield std::move(error);
   }
 }
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::string path, TextLineOptions options) {
-  AsyncGenerator<absl::StatusOr<Chunk>> chunks = ReadChunks(reactor, path, options.compression, options.io);
+  AsyncGenerator<absl::StatusOr<Chunk>> chunks =
+      ReadChunks(reactor, path, options.compression, options.io, options.start_offset);
   std::string pending;  // the start of a line that continues in a later chunk
-  uint64_t line_start = 0;
+  uint64_t line_start = options.start_offset;
   bool have_pending = false;
   for (;;) {
     std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
     if (!chunk.has_value()) break;
     if (!chunk->ok()) {
       absl::StatusOr<Record> error = Failure(chunk->status());
+      NotePosition(options.io, line_start, /*ended=*/true);
       co_yield std::move(error);
       co_return;
     }
@@ -269,6 +295,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
         absl::StatusOr<Record> error = Failure(absl::DataLossError(absl::StrCat(
             path, ": line at offset ", line_start, " is longer than max_line_bytes (", options.max_line_bytes,
             "); the rest of the file is skipped")));
+        NotePosition(options.io, line_start, /*ended=*/true);
         co_yield std::move(error);
         co_return;
       }
@@ -291,6 +318,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
       have_pending = false;
       pos = end + 1;
       line_start = current.offset + pos;
+      NotePosition(options.io, line_start, /*ended=*/false);
       co_yield std::move(out);
     }
   }
@@ -300,31 +328,44 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
         std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size()), line_start,
         nullptr, {}, options.io.min_zero_copy_bytes);
     absl::StatusOr<Record> out(std::move(last));
+    NotePosition(options.io, line_start + pending.size(), /*ended=*/false);
     co_yield std::move(out);
   }
 }
 
 AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, std::string path,
                                                               FixedLengthRecordOptions options) {
-  if (options.record_bytes == 0) {
-    absl::StatusOr<Record> error =
-        Failure(absl::InvalidArgumentError(absl::StrCat(path, ": record_bytes must be positive")));
+  const uint64_t record_bytes = options.record_bytes;
+  absl::Status bad_options;
+  if (record_bytes == 0) {
+    bad_options = absl::InvalidArgumentError(absl::StrCat(path, ": record_bytes must be positive"));
+  } else if (options.start_offset != 0 && (options.start_offset < options.header_bytes ||
+                                           (options.start_offset - options.header_bytes) % record_bytes != 0)) {
+    bad_options = absl::InvalidArgumentError(absl::StrCat(
+        path, ": start offset ", options.start_offset, " is not a record boundary (header_bytes ",
+        options.header_bytes, " + k * record_bytes ", record_bytes, ")"));
+  }
+  if (!bad_options.ok()) {
+    absl::StatusOr<Record> error = Failure(std::move(bad_options));
+    NotePosition(options.io, options.start_offset, /*ended=*/true);
     co_yield std::move(error);
     co_return;
   }
-  AsyncGenerator<absl::StatusOr<Chunk>> chunks = ReadChunks(reactor, path, options.compression, options.io);
-  const uint64_t record_bytes = options.record_bytes;
+  // Start 0 reads the header too, so a file shorter than it is the same DataLoss as ever.
+  const uint64_t start = options.start_offset;
+  AsyncGenerator<absl::StatusOr<Chunk>> chunks = ReadChunks(reactor, path, options.compression, options.io, start);
   // A record is only known not to be footer once record_bytes + footer_bytes bytes follow its start.
   const uint64_t needed = record_bytes + options.footer_bytes;
-  uint64_t header_left = options.header_bytes;
-  uint64_t total = 0;       // stream bytes seen
-  uint64_t next_offset = options.header_bytes;  // of the next record
+  uint64_t header_left = start == 0 ? options.header_bytes : 0;
+  uint64_t total = start;   // stream bytes seen, counting the ones before `start`
+  uint64_t next_offset = start == 0 ? options.header_bytes : start;  // of the next record
   std::string carry;        // bytes after the last record returned, before the end of what was seen
   for (;;) {
     std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
     if (!chunk.has_value()) break;
     if (!chunk->ok()) {
       absl::StatusOr<Record> error = Failure(chunk->status());
+      NotePosition(options.io, next_offset, /*ended=*/true);
       co_yield std::move(error);
       co_return;
     }
@@ -347,6 +388,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
                                               options.io.min_zero_copy_bytes);
       pos += record_bytes;
       next_offset += record_bytes;
+      NotePosition(options.io, next_offset, /*ended=*/false);
       co_yield std::move(out);
     }
     if (from_carry) {
@@ -355,20 +397,25 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
       carry.assign(reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos);
     }
   }
+  absl::Status failure;
   if (total < options.header_bytes + options.footer_bytes) {
-    absl::StatusOr<Record> error = Failure(absl::DataLossError(
+    failure = absl::DataLossError(
         absl::StrCat(path, ": file has ", total, " bytes, fewer than header_bytes + footer_bytes (",
-                     options.header_bytes, " + ", options.footer_bytes, ")")));
-    co_yield std::move(error);
-    co_return;
-  }
-  const uint64_t leftover = carry.size() - options.footer_bytes;
-  if (leftover != 0) {
-    absl::StatusOr<Record> error = Failure(absl::DataLossError(absl::StrCat(
+                     options.header_bytes, " + ", options.footer_bytes, ")"));
+  } else if (start > total - options.footer_bytes) {
+    failure = absl::OutOfRangeError(absl::StrCat(path, ": start offset ", start,
+                                                 " is past the end of the records (the footer starts at ",
+                                                 total - options.footer_bytes, ")"));
+  } else if (const uint64_t leftover = carry.size() - options.footer_bytes; leftover != 0) {
+    failure = absl::DataLossError(absl::StrCat(
         path, ": excluding the header (", options.header_bytes, " bytes) and footer (", options.footer_bytes,
         " bytes), the body has ", total - options.header_bytes - options.footer_bytes,
         " bytes, not a multiple of record_bytes (", record_bytes, "): ", leftover, " bytes at offset ",
-        next_offset, " are not a whole record")));
+        next_offset, " are not a whole record"));
+  }
+  if (!failure.ok()) {
+    absl::StatusOr<Record> error = Failure(std::move(failure));
+    NotePosition(options.io, next_offset, /*ended=*/true);
     co_yield std::move(error);
   }
 }

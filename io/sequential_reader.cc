@@ -155,6 +155,15 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
     co_return;
   }
   File file = std::move(*opened);
+  const uint64_t size = file.Size();
+  const uint64_t start = options.start_offset;
+  if (start > size) {
+    absl::StatusOr<Block> error = Failure(absl::OutOfRangeError(
+        absl::StrCat(path, ": start offset ", start, " is past the end of the file (", size, " bytes)")));
+    co_yield std::move(error);
+    co_return;
+  }
+  if (start == size) co_return;
   if (io::ShouldMap(file, options)) {
     AsyncGenerator<absl::StatusOr<Block>> windows = io::MapBlocks(reactor, std::move(file), path, options);
     for (;;) {
@@ -176,11 +185,15 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
   AsyncScope scope;
   ReactorThreadCheck check(&scope, &completion_thread, reactor.backend() == IoBackend::kUring);
 
-  const uint64_t size = file.Size();
-  const uint64_t num_blocks = (size + block_size - 1) / block_size;
-  auto block_length = [&](uint64_t k) { return static_cast<size_t>(std::min<uint64_t>(block_size, size - k * block_size)); };
+  // O_DIRECT reads start aligned; the bytes before `start` in the first block are not handed out.
+  const uint64_t first = file.direct() ? start / kDirectIoAlignment * kDirectIoAlignment : start;
+  const uint64_t num_blocks = (size - first + block_size - 1) / block_size;
+  auto block_offset = [&](uint64_t k) { return first + k * block_size; };
+  auto block_length = [&](uint64_t k) {
+    return static_cast<size_t>(std::min<uint64_t>(block_size, size - block_offset(k)));
+  };
   for (uint64_t k = 0; k < std::min<uint64_t>(depth, num_blocks); ++k) {
-    StartRead(scope, file, *pool, *slots[k], k * block_size, block_length(k), completion_thread);
+    StartRead(scope, file, *pool, *slots[k], block_offset(k), block_length(k), completion_thread);
   }
 
   absl::Status failure;
@@ -205,14 +218,14 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
                                                  " bytes at offset ", slot.offset, ", got ", *slot.result));
       break;
     }
+    const size_t skip = static_cast<size_t>(std::max(slot.offset, start) - slot.offset);
     Block block;
-    block.data = std::span<const std::byte>(slot.buffer.get(), slot.length);
-    block.offset = slot.offset;
+    block.data = std::span<const std::byte>(slot.buffer.get() + skip, slot.length - skip);
+    block.offset = slot.offset + skip;
     block.buffer = std::move(slot.buffer);
     // Refill the slot before handing the block out, so `depth` reads run while the consumer works.
     if (k + depth < num_blocks) {
-      StartRead(scope, file, *pool, slot, (k + depth) * block_size, block_length(k + depth),
-                completion_thread);
+      StartRead(scope, file, *pool, slot, block_offset(k + depth), block_length(k + depth), completion_thread);
     }
     absl::StatusOr<Block> out(std::move(block));
     co_yield std::move(out);

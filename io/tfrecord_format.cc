@@ -64,10 +64,12 @@ TFRecordParserOptions ParserOptionsFor(const TFRecordReaderOptions& options, std
   parser.max_record_bytes = options.max_record_bytes;
   parser.skip_corrupt_records = options.skip_corrupt_records;
   parser.file_name = std::move(file_name);
+  parser.start_offset = options.start_offset;
   return parser;
 }
 
-TFRecordParser::TFRecordParser(TFRecordParserOptions options) : options_(std::move(options)) {
+TFRecordParser::TFRecordParser(TFRecordParserOptions options)
+    : options_(std::move(options)), record_start_(options_.start_offset) {
   if (options_.file_name.empty()) options_.file_name = "<TFRecord stream>";
 }
 
@@ -244,6 +246,7 @@ TFRecordDecoder::TFRecordDecoder(Compression compression, TFRecordParserOptions 
     std::string name = options.file_name.empty() ? std::string("<TFRecord stream>") : options.file_name;
     inflater_.emplace(compression_ == Compression::kGzip ? ZlibFormat::kGzip : ZlibFormat::kZlib, name);
     options.file_name = absl::StrCat(name, " (decompressed)");
+    skip_ = options.start_offset;
   }
   parser_ = TFRecordParser(std::move(options));
 }
@@ -262,15 +265,34 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordDecoder::Next() {
     absl::StatusOr<std::optional<TFRecordView>> record = parser_.Next();
     if (!record.ok() || record->has_value()) return record;
     absl::StatusOr<std::span<const std::byte>> out = inflater_->Next();
-    if (!out.ok()) return out.status();
+    if (!out.ok()) {
+      inflate_failed_ = true;
+      return out.status();
+    }
     if (out->empty()) return std::nullopt;
-    parser_.Feed(*out);
+    std::span<const std::byte> piece = *out;
+    if (skip_ != 0) {
+      const size_t dropped = static_cast<size_t>(std::min<uint64_t>(skip_, piece.size()));
+      skip_ -= dropped;
+      piece = piece.subspan(dropped);
+      if (piece.empty()) continue;
+    }
+    parser_.Feed(piece);
   }
 }
 
 absl::Status TFRecordDecoder::Finish() {
   if (inflater_) {
-    if (absl::Status s = inflater_->Finish(); !s.ok()) return s;
+    if (absl::Status s = inflater_->Finish(); !s.ok()) {
+      inflate_failed_ = true;
+      return s;
+    }
+    if (skip_ != 0) {
+      const TFRecordParserOptions& options = parser_.options();
+      return absl::OutOfRangeError(absl::StrCat(options.file_name, ": start offset ", options.start_offset,
+                                                " is past the end of the data (",
+                                                options.start_offset - skip_, " bytes)"));
+    }
   }
   return parser_.Finish();
 }

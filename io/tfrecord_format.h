@@ -41,7 +41,8 @@
 //
 // TFRecordDecoder: the same contract for a possibly compressed file: it owns an Inflater for GZIP/ZLIB and
 // a TFRecordParser; Feed() takes raw file chunks. Corrupt or truncated compressed data is DataLoss naming
-// the compressed offset.
+// the compressed offset. With options.start_offset on a compressed file, Finish() on a stream that ends
+// before it is OutOfRange naming the offset and the decompressed size.
 #ifndef SLUICE_IO_TFRECORD_FORMAT_H_
 #define SLUICE_IO_TFRECORD_FORMAT_H_
 
@@ -98,6 +99,10 @@ struct TFRecordParserOptions {
   uint64_t max_record_bytes = kDefaultMaxRecordBytes;
   bool skip_corrupt_records = false;
   std::string file_name;  // for messages
+  // The stream offset of the first byte the parser is fed (a record boundary): offsets count from it.
+  // TFRecordDecoder over a compressed file is fed the file from its start and drops this many
+  // decompressed bytes first; over an uncompressed one it is fed from this offset, like the parser.
+  uint64_t start_offset = 0;
 };
 
 // The parser options for one file read with the public reader options.
@@ -127,6 +132,8 @@ class TFRecordParser {
   }
   uint64_t records_returned() const { return records_returned_; }
   uint64_t skipped_records() const { return skipped_records_; }
+  // An unrecoverable error was returned: every later call returns it again.
+  bool failed() const { return !sticky_.ok(); }
   const TFRecordParserOptions& options() const { return options_; }
 
  private:
@@ -184,11 +191,15 @@ class TFRecordDecoder {
   // The parser of an uncompressed stream (whose offsets are the file's), else nullptr.
   TFRecordParser* uncompressed_parser() { return inflater_ ? nullptr : &parser_; }
   Compression compression() const { return compression_; }
+  // An unrecoverable error (framing or decompression) was returned: the rest of the stream is lost.
+  bool failed() const { return parser_.failed() || inflate_failed_; }
 
  private:
   Compression compression_;
   TFRecordParser parser_;
   std::optional<Inflater> inflater_;
+  uint64_t skip_ = 0;  // decompressed bytes still to drop before options.start_offset
+  bool inflate_failed_ = false;
 };
 
 }  // namespace sluice::io

@@ -3,16 +3,171 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <numeric>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sluice/ops/from_vector.h"
-#include "sluice/ops/generator_source.h"
+#include "sluice/engine/task.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/engine/reactor.h"
 #include "sluice/io/record_readers.h"
 
 namespace sluice::ops {
+namespace {
+
+// The records of files[position.index] from position.offset on, then of the files after it. The position
+// is plain state, updated when an element is delivered; the reader's own (ReaderPosition) says where the
+// element after each one starts, errors included.
+class RecordFileStream final : public Stream<std::string> {
+ public:
+  RecordFileStream(const std::string& op, std::vector<std::string> files, RecordFormat format,
+                   Compression compression, FixedLengthLayout layout, SourcePosition start)
+      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout), position_(start) {
+    const int64_t count = static_cast<int64_t>(files_.size());
+    if (start.index < 0 || start.index > count || (start.index == count && start.offset != 0)) {
+      stash_ = absl::InvalidArgumentError(absl::StrCat(op, ": cannot start at position {", start.index, ", ",
+                                                       start.offset, "}: the stream reads ", count, " files"));
+      after_stash_ = SourcePosition{count, 0};
+    }
+  }
+
+  PollState Poll(absl::StatusOr<std::string>* out) override {
+    if (stash_.has_value()) {
+      *out = std::move(*stash_);
+      stash_.reset();
+      position_ = after_stash_;
+      return PollState::kReady;
+    }
+    return position_.index >= static_cast<int64_t>(files_.size()) ? PollState::kEnd : PollState::kPending;
+  }
+  Task<void> WaitReady() override { return Pull(this); }
+  std::optional<SourcePosition> position() const override { return position_; }
+
+ private:
+  static Task<void> Pull(RecordFileStream* self) {
+    while (!self->stash_.has_value() && self->position_.index < static_cast<int64_t>(self->files_.size())) {
+      if (!self->reader_open_) self->OpenReader();
+      std::optional<absl::StatusOr<Record>> next = co_await self->reader_.Next();
+      if (!next.has_value()) {
+        self->CloseReader();
+        self->position_ = SourcePosition{self->position_.index + 1, 0};
+        continue;
+      }
+      if (next->ok()) {
+        self->stash_ = std::string((*next)->str());
+      } else {
+        self->stash_ = std::move(*next).status();
+      }
+      const ReaderPosition& after = *self->reader_position_;
+      if (after.ended) {
+        // Nothing more comes from this file: the next element is the next file's.
+        self->CloseReader();
+        self->after_stash_ = SourcePosition{self->position_.index + 1, 0};
+      } else {
+        self->after_stash_ = SourcePosition{self->position_.index, after.next_offset};
+      }
+    }
+  }
+
+  void OpenReader() {
+    const std::string& file = files_[static_cast<size_t>(position_.index)];
+    ReadOptions io;
+    io.position = reader_position_;
+    if (format_ == RecordFormat::kTFRecord) {
+      TFRecordReaderOptions options;
+      options.compression = compression_;
+      options.start_offset = position_.offset;
+      reader_ = ReadTFRecords(DefaultReactor(), file, options, io);
+    } else if (format_ == RecordFormat::kFixedLength) {
+      FixedLengthRecordOptions options;
+      options.record_bytes = layout_.record_bytes;
+      options.header_bytes = layout_.header_bytes;
+      options.footer_bytes = layout_.footer_bytes;
+      options.compression = compression_;
+      options.start_offset = position_.offset;
+      options.io = io;
+      reader_ = ReadFixedLengthRecords(DefaultReactor(), file, options);
+    } else {
+      TextLineOptions options;
+      options.compression = compression_;
+      options.start_offset = position_.offset;
+      options.io = io;
+      reader_ = ReadTextLines(DefaultReactor(), file, options);
+    }
+    reader_open_ = true;
+  }
+  // Destroying a reader joins its reads: this runs on the consumer's side, never on the reactor's thread.
+  void CloseReader() {
+    reader_ = AsyncGenerator<absl::StatusOr<Record>>();
+    reader_open_ = false;
+  }
+
+  std::vector<std::string> files_;
+  RecordFormat format_;
+  Compression compression_;
+  FixedLengthLayout layout_;
+  SourcePosition position_;     // of the next element delivered
+  SourcePosition after_stash_;  // position_ once stash_ is delivered
+  std::optional<absl::StatusOr<std::string>> stash_;
+  std::shared_ptr<ReaderPosition> reader_position_ = std::make_shared<ReaderPosition>();
+  // Declared last: destroyed first, while everything it may still read is alive.
+  AsyncGenerator<absl::StatusOr<Record>> reader_;
+  bool reader_open_ = false;
+};
+
+// The order ShuffleNode gives `n` names with a buffer of all of them, in pass `pass` (ListFiles has always
+// shuffled that way; the order is rebuilt here so that a pass can be started at any index).
+std::vector<size_t> ShuffledOrder(size_t n, uint64_t seed, uint64_t pass) {
+  SplitMix64 mix(seed ^ (pass * 0xd1b54a32d192ed03ULL));
+  SplitMix64 rng(mix.Next());
+  std::vector<size_t> buffer(n);
+  std::iota(buffer.begin(), buffer.end(), size_t{0});
+  std::vector<size_t> order;
+  order.reserve(n);
+  while (!buffer.empty()) {
+    const size_t pick = static_cast<size_t>(rng.Uniform(buffer.size()));
+    order.push_back(buffer[pick]);
+    if (pick != buffer.size() - 1) buffer[pick] = buffer.back();
+    buffer.pop_back();
+  }
+  return order;
+}
+
+// One pass of ListFiles: names[order[i]] (names[i] without a shuffle) from `next` on.
+class NameStream final : public Stream<std::string> {
+ public:
+  NameStream(std::shared_ptr<const std::vector<std::string>> names, std::vector<size_t> order, uint64_t pass,
+             size_t next)
+      : names_(std::move(names)), order_(std::move(order)), pass_(pass), next_(next) {}
+  PollState Poll(absl::StatusOr<std::string>* out) override {
+    if (!error_.ok()) {
+      *out = std::move(error_);
+      error_ = absl::OkStatus();
+      return PollState::kReady;
+    }
+    if (next_ >= names_->size()) return PollState::kEnd;
+    *out = (*names_)[order_.empty() ? next_ : order_[next_]];
+    ++next_;
+    return PollState::kReady;
+  }
+  std::optional<SourcePosition> position() const override {
+    return SourcePosition{static_cast<int64_t>(next_), pass_};
+  }
+  void Fail(absl::Status error) {
+    error_ = std::move(error);
+    next_ = names_->size();
+  }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> names_;
+  std::vector<size_t> order_;  // empty: the names' own order
+  uint64_t pass_;
+  size_t next_;
+  absl::Status error_;
+};
+
+}  // namespace
 
 // The key function: see the class comment in sluice/ops/file_sources.h.
 FileListSource::~FileListSource() = default;
@@ -82,8 +237,13 @@ std::vector<Param> RecordFileNode::params() const {
 }
 
 std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextPtr context) const {
-  return std::make_unique<GeneratorStream<std::string>>(
-      ReadRecordsAsStrings(FilesForContext(this, files_, *context), format_, compression_, layout_));
+  return MakeStreamAt(std::move(context), SourcePosition{});
+}
+
+std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStreamAt(IteratorContextPtr context,
+                                                                  SourcePosition position) const {
+  return std::make_unique<RecordFileStream>(std::string(op_name()), FilesForContext(this, files_, *context), format_,
+                                            compression_, layout_, position);
 }
 
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
@@ -98,17 +258,7 @@ std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<s
 }
 
 ListFilesNode::ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed)
-    : files_(std::move(files)), shuffle_(shuffle), seed_(seed ? *seed : RandomSeed()), seeded_(seed.has_value()) {
-  names_ = MakeNames(files_);
-}
-
-NodePtr<std::string> ListFilesNode::MakeNames(std::vector<std::string> files) const {
-  int64_t count = static_cast<int64_t>(files.size());
-  NodePtr<std::string> names =
-      std::make_shared<FromVectorNode<std::string>>(std::make_shared<const std::vector<std::string>>(std::move(files)));
-  if (!shuffle_ || count == 0) return names;
-  return std::make_shared<ShuffleNode<std::string>>(std::move(names), count, seed_, seeded_, /*reshuffle=*/true);
-}
+    : files_(std::move(files)), shuffle_(shuffle), seed_(seed ? *seed : RandomSeed()), seeded_(seed.has_value()) {}
 
 std::vector<Param> ListFilesNode::params() const {
   std::vector<Param> p = {{"files", absl::StrJoin(files_, ",")}, {"shuffle", shuffle_}};
@@ -117,17 +267,50 @@ std::vector<Param> ListFilesNode::params() const {
 }
 
 std::unique_ptr<Stream<std::string>> ListFilesNode::MakeStream(IteratorContextPtr context) const {
-  const IteratorContext::FileShard& shard = context->file_shard;
-  if (shard.target != this || shard.num_shards <= 1) return names_->MakeStream(std::move(context));
-  NodePtr<std::string> names;
+  return MakeNameStream(*context, std::nullopt);
+}
+
+std::unique_ptr<Stream<std::string>> ListFilesNode::MakeStreamAt(IteratorContextPtr context,
+                                                                 SourcePosition position) const {
+  return MakeNameStream(*context, position);
+}
+
+std::unique_ptr<Stream<std::string>> ListFilesNode::MakeNameStream(const IteratorContext& context,
+                                                                   std::optional<SourcePosition> position) const {
+  const IteratorContext::FileShard& shard = context.file_shard;
+  const bool sharded = shard.target == this && shard.num_shards > 1;
+  std::shared_ptr<const std::vector<std::string>> names;
+  uint64_t pass = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    NodePtr<std::string>& slot = sharded_[{shard.num_shards, shard.index}];
-    if (!slot) slot = MakeNames(FilesForContext(this, files_, *context));
-    names = slot;
+    Share& share = shares_[sharded ? std::pair{shard.num_shards, shard.index} : std::pair<int64_t, int64_t>{1, 0}];
+    if (share.names == nullptr) {
+      share.names = std::make_shared<const std::vector<std::string>>(FilesForContext(this, files_, context));
+    }
+    names = share.names;
+    // Each new pass (epoch) gets a new order; one started at a saved pass is followed by the pass after it.
+    if (!shuffle_) {
+      pass = 0;
+    } else if (!position.has_value()) {
+      pass = share.passes++;
+    } else {
+      pass = position->offset;
+      share.passes = std::max(share.passes, pass + 1);
+    }
   }
-  return names->MakeStream(std::move(context));
-
+  const size_t count = names->size();
+  std::vector<size_t> order;
+  if (shuffle_ && count > 1) order = ShuffledOrder(count, seed_, pass);
+  if (!position.has_value()) return std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);
+  if (position->index < 0 || static_cast<uint64_t>(position->index) > count || (!shuffle_ && position->offset != 0)) {
+    auto stream = std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);
+    stream->Fail(absl::InvalidArgumentError(absl::StrCat("ListFiles: cannot start at position {", position->index,
+                                                         ", ", position->offset, "}: the list has ", count,
+                                                         " names", shuffle_ ? "" : " and no shuffle passes")));
+    return stream;
+  }
+  return std::make_unique<NameStream>(std::move(names), std::move(order), pass,
+                                       static_cast<size_t>(position->index));
 }
 
 }  // namespace sluice::ops

@@ -23,6 +23,23 @@
 //   reads (blocking briefly), so do it from the consumer's thread or any thread but the reactor's.
 // - The reactor must outlive the generator.
 //
+// - Starting at an offset (the start_offset of TFRecordReaderOptions, TextLineOptions and
+//   FixedLengthRecordOptions; 0, the default, is the start): reading starts at a record boundary given as
+//   a byte offset in the (decompressed) stream, as Record::offset and ReaderPosition::next_offset report
+//   it, and the first record's offset is the start offset. Uncompressed files are read (or mapped) from
+//   there and the bytes before it are never read; GZIP/ZLIB files are decompressed from the start and the
+//   bytes before the offset dropped (as TensorFlow does: a deflate stream cannot be entered in the
+//   middle). The offset == the end of the data: no records. Past the end: OutOfRange naming the path,
+//   the offset and the size, as the one element. Nothing before the offset is parsed, so a boundary is
+//   trusted, not checked: a TFRecord start inside a record reads its bytes as a header and fails the
+//   length CRC (or, near the end, as a truncated record): DataLoss, the rest unreadable; a text start
+//   inside a line yields the rest of that line as a line; fixed-length records check it (see below).
+// - Position (ReadOptions::position, optional): before yielding each element the reader stores in it
+//   where the element after it starts (a start_offset that continues right after this one: after a
+//   skipped-past data CRC error, the next record) and whether this element ends the stream (an error
+//   after which nothing more comes from this file). The consumer reads it after Next() returned the
+//   element; the reader touches it only inside Next().
+//
 // ReadTFRecords: TFRecord framing (see sluice/io/tfrecord.h), NONE/GZIP/ZLIB, both CRCs verified unless
 //   options.verify_crc is false. A data CRC mismatch is a DataLoss element and reading continues with the
 //   next record (or the record is skipped silently with skip_corrupt_records); a bad length CRC, a length
@@ -37,7 +54,9 @@
 //   decompressed stream. A body that is not a multiple of record_bytes yields every whole record, then
 //   DataLoss naming the leftover bytes (TensorFlow does that for compressed files and drops the leftover
 //   silently for uncompressed ones; sluice never reads short silently). A file shorter than
-//   header_bytes + footer_bytes is DataLoss. record_bytes == 0 is InvalidArgument.
+//   header_bytes + footer_bytes is DataLoss. record_bytes == 0 is InvalidArgument. A start_offset other
+//   than 0 (the first record) must be header_bytes + k * record_bytes, else InvalidArgument; past the last
+//   record's end (the footer's start) is OutOfRange.
 //
 //   AsyncGenerator<absl::StatusOr<Record>> records = ReadTFRecords(reactor, "/data/train.tfrecord");
 //   while (std::optional<absl::StatusOr<Record>> r = co_await records.Next()) {
@@ -75,6 +94,14 @@ struct Record {
 
 inline constexpr size_t kDefaultMinZeroCopyBytes = size_t{64} << 10;
 
+// Where a reader is, for a consumer that resumes it later (see "Position" above).
+struct ReaderPosition {
+  // Where the element after the one just yielded starts: a start_offset that continues after it.
+  uint64_t next_offset = 0;
+  // The element just yielded is an error that ends the stream.
+  bool ended = false;
+};
+
 // How a record reader reads its file.
 struct ReadOptions {
   size_t block_size = kDefaultBlockSize;
@@ -87,11 +114,15 @@ struct ReadOptions {
   ReadMode mode = ReadMode::kAuto;
   size_t mmap_window = kDefaultMmapWindow;
   Prefault prefault = Prefault::kPopulate;
+  // When set, updated before each element is yielded (see "Position" above).
+  std::shared_ptr<ReaderPosition> position;
 };
 
 struct TextLineOptions {
   Compression compression = Compression::kNone;
   uint64_t max_line_bytes = kDefaultMaxRecordBytes;
+  // The byte offset of a line's start in the (decompressed) stream; see "Starting at an offset".
+  uint64_t start_offset = 0;
   ReadOptions io;
 };
 
@@ -100,6 +131,8 @@ struct FixedLengthRecordOptions {
   uint64_t record_bytes = 0;
   uint64_t footer_bytes = 0;
   Compression compression = Compression::kNone;
+  // 0 (the first record) or header_bytes + k * record_bytes; see "Starting at an offset".
+  uint64_t start_offset = 0;
   ReadOptions io;
 };
 

@@ -1,8 +1,9 @@
 // ReadBlocks: a file read front to back in large blocks, with several reads in flight, as a generator.
 //
 // Contract:
-// - Elements: the file's bytes in order, as Blocks of options.block_size bytes (the last one shorter; an
-//   empty file yields none). Block::offset is the block's byte offset in the file. The file's size is
+// - Elements: the file's bytes in order from options.start_offset (0: the start), as Blocks of
+//   options.block_size bytes (the first and the last one may be shorter; an empty file yields none).
+//   Block::offset is the block's byte offset in the file. The file's size is
 //   taken when it is opened; a file that shrinks while being read yields DataLoss (never a silent short
 //   read), bytes appended after the open are not read.
 // - Read-ahead: up to options.blocks_in_flight reads are outstanding while the consumer holds a block, so
@@ -95,6 +96,10 @@ struct SequentialReadOptions {
   // Bytes per mapping in the mmap path (> 0; rounded up to the page size).
   size_t mmap_window = kDefaultMmapWindow;
   Prefault prefault = Prefault::kPopulate;
+  // The first byte read: blocks cover [start_offset, size) and nothing before it is read or mapped.
+  // start_offset == size yields no blocks; past the size it is OutOfRange naming the path, the offset
+  // and the size, as the one element.
+  uint64_t start_offset = 0;
 };
 
 struct Block {

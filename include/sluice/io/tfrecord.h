@@ -56,6 +56,9 @@ struct TFRecordReaderOptions {
   // When a record's data CRC mismatches, skip it silently (counted) instead of returning DataLoss.
   // Without it the error is returned and reading may continue with the next record.
   bool skip_corrupt_records = false;
+  // Where reading starts: the byte offset of a record's header in the (decompressed) stream, as
+  // Record::offset reports it; 0 is the start. See "Starting at an offset" in sluice/io/record_readers.h.
+  uint64_t start_offset = 0;
 };
 
 struct TFRecordWriterOptions {

@@ -13,6 +13,22 @@
 //   ReadFixedLengthRecords: a body that is not a multiple of record_bytes yields the whole records, then
 //   DataLoss naming the file and the offset of the leftover bytes; a file shorter than header + footer is
 //   DataLoss. record_bytes <= 0 or a negative header/footer make the dataset one InvalidArgument element.
+// Position (sluice/ops/stream.h): every source here is a PositionedSource. A record stream's position() is
+//   {file index in the list it reads (its auto-shard share, if any), byte offset of the next record in
+//   that file}, updated as each element is delivered (errors too: after a data CRC error the next record;
+//   after an error that ends a file, {next file, 0}); {i, 0} is file i from its start (for
+//   FixedLengthRecords: its first record, after the header) and {number of files, 0} the end. Until the
+//   next file is opened a position may be the end of file i, which resumes the same as {i + 1, 0}.
+//   MakeStreamAt(context, {i, offset}) reads file i from that offset (as the readers' start_offset:
+//   a bad offset is the reader's error element for that file, naming it, and reading goes on with the
+//   next file), then the files after it. ListFiles: {index in this pass's order, pass}; MakeStreamAt
+//   rebuilds that pass's order (the same shuffle) from the index on, and later passes continue after it.
+//   An index outside the list is InvalidArgument, the stream's one element.
+//
+//   auto node = std::make_shared<RecordFileNode>(files, RecordFormat::kTFRecord, Compression::kGzip);
+//   std::unique_ptr<Stream<std::string>> stream = node->MakeStream(context);
+//   ... deliver some elements; SourcePosition saved = *stream->position();
+//   std::unique_ptr<Stream<std::string>> resumed = node->MakeStreamAt(context, saved);  // the rest
 // Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) finds it in the graph and tells
 // it through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
 // so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
@@ -33,6 +49,7 @@
 #include "sluice/export.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/stream.h"
 #include "sluice/io/tfrecord.h"
 
 namespace sluice::ops {
@@ -68,7 +85,9 @@ class SLUICE_EXPORT FileListSource {
 SLUICE_EXPORT std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
                                                        const IteratorContext& context);
 
-class SLUICE_EXPORT RecordFileNode final : public Node<std::string>, public FileListSource {
+class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
+                                           public FileListSource,
+                                           public PositionedSource<std::string> {
  public:
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
                  FixedLengthLayout layout = {})
@@ -81,6 +100,8 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>, public File
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::unique_ptr<Stream<std::string>> MakeStream(IteratorContextPtr context) const override;
+  std::unique_ptr<Stream<std::string>> MakeStreamAt(IteratorContextPtr context,
+                                                    SourcePosition position) const override;
   const std::vector<std::string>& files() const override { return files_; }
 
  private:
@@ -91,7 +112,9 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>, public File
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
-class SLUICE_EXPORT ListFilesNode final : public Node<std::string>, public FileListSource {
+class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
+                                          public FileListSource,
+                                          public PositionedSource<std::string> {
  public:
   ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed);
   std::string_view op_name() const override { return "ListFiles"; }
@@ -99,19 +122,26 @@ class SLUICE_EXPORT ListFilesNode final : public Node<std::string>, public FileL
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return static_cast<int64_t>(files_.size()); }
   std::unique_ptr<Stream<std::string>> MakeStream(IteratorContextPtr context) const override;
+  std::unique_ptr<Stream<std::string>> MakeStreamAt(IteratorContextPtr context,
+                                                    SourcePosition position) const override;
   const std::vector<std::string>& files() const override { return files_; }
 
  private:
-  NodePtr<std::string> MakeNames(std::vector<std::string> files) const;
+  // The names one shard (or the whole list) reads, and its pass counter (a new order per epoch).
+  struct Share {
+    std::shared_ptr<const std::vector<std::string>> names;
+    uint64_t passes = 0;
+  };
+  std::unique_ptr<Stream<std::string>> MakeNameStream(const IteratorContext& context,
+                                                      std::optional<SourcePosition> position) const;
 
   std::vector<std::string> files_;
   bool shuffle_;
   uint64_t seed_;  // drawn at definition when none was given, as Shuffle does
   bool seeded_;
-  NodePtr<std::string> names_;  // the whole list, shuffled unless !shuffle_
-  // One definition per shard, made on first use, so each keeps its own pass counter (reshuffles per epoch).
+  // Keyed by (num_shards, index), {1, 0} for the whole list; made on first use.
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<int64_t, int64_t>, NodePtr<std::string>> sharded_;
+  mutable std::map<std::pair<int64_t, int64_t>, Share> shares_;
 };
 
 }  // namespace sluice::ops

@@ -1,18 +1,27 @@
 // Range(start, stop, step): start, start+step, ... up to but excluding stop, as tf.data.Dataset.range.
 // A negative step counts down; an empty range yields nothing; step 0 is InvalidArgument (the one
 // element). Cardinality is exact.
+// Position (sluice/ops/stream.h): a stream's position() is {index of the next element, 0}, the end being
+// {cardinality, 0}; MakeStreamAt({k, 0}) yields the elements from start + k*step on. An index outside
+// 0..cardinality, or a nonzero offset, is InvalidArgument (the one element).
+//
+//   RangeNode range(0, 10, 3);                        // 0 3 6 9
+//   auto stream = range.MakeStreamAt(context, {2, 0});  // 6 9
 #ifndef SLUICE_OPS_RANGE_H_
 #define SLUICE_OPS_RANGE_H_
 
 #include <cstdint>
 #include <memory>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/stream.h"
 
 namespace sluice::ops {
 
-class RangeNode final : public Node<int64_t> {
+class RangeNode final : public Node<int64_t>, public PositionedSource<int64_t> {
  public:
   RangeNode(int64_t start, int64_t stop, int64_t step) : start_(start), stop_(stop), step_(step) {}
   std::string_view op_name() const override { return "Range"; }
@@ -23,25 +32,58 @@ class RangeNode final : public Node<int64_t> {
     return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
   }
   std::unique_ptr<Stream<int64_t>> MakeStream(IteratorContextPtr) const override {
-    return std::make_unique<RangeStream>(start_, stop_, step_);
+    return std::make_unique<RangeStream>(start_, stop_, step_, 0);
+  }
+  std::unique_ptr<Stream<int64_t>> MakeStreamAt(IteratorContextPtr, SourcePosition position) const override {
+    const int64_t count = cardinality();
+    if (position.index < 0 || position.index > count || position.offset != 0) {
+      auto stream = std::make_unique<RangeStream>(start_, stop_, step_, count);
+      stream->Fail(absl::InvalidArgumentError(absl::StrCat("Range: cannot start at position {", position.index,
+                                                           ", ", position.offset, "}: the range has ", count,
+                                                           " elements")));
+      return stream;
+    }
+    return std::make_unique<RangeStream>(start_, stop_, step_, position.index);
   }
 
  private:
   class RangeStream final : public Stream<int64_t> {
    public:
-    RangeStream(int64_t start, int64_t stop, int64_t step) : next_(start), stop_(stop), step_(step) {}
+    // Starts at element `index` (0..cardinality).
+    RangeStream(int64_t start, int64_t stop, int64_t step, int64_t index)
+        : next_(start), stop_(stop), step_(step), index_(index) {
+      int64_t skipped;
+      // Past the end when it overflows: the end saturates as in Poll.
+      if (__builtin_mul_overflow(index, step, &skipped) || __builtin_add_overflow(start, skipped, &next_)) {
+        next_ = stop_;
+      }
+    }
     PollState Poll(absl::StatusOr<int64_t>* out) override {
+      if (!error_.ok()) {
+        *out = std::move(error_);
+        error_ = absl::OkStatus();
+        return PollState::kReady;
+      }
       if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) return PollState::kEnd;
       *out = next_;
+      ++index_;
       // Saturating: a range ending near INT64_MAX must not wrap around and start again.
       if (__builtin_add_overflow(next_, step_, &next_)) next_ = stop_;
       return PollState::kReady;
+    }
+    std::optional<SourcePosition> position() const override { return SourcePosition{index_, 0}; }
+    // The stream's one element is `error` (a bad start position); it then ends.
+    void Fail(absl::Status error) {
+      error_ = std::move(error);
+      next_ = stop_;
     }
 
    private:
     int64_t next_;
     int64_t stop_;
     int64_t step_;
+    int64_t index_;  // of next_
+    absl::Status error_;
   };
 
   int64_t start_, stop_, step_;

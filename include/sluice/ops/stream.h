@@ -12,10 +12,15 @@
 //   Poll takes from it and WaitReady awaits it.
 // - A stream is used by one consumer at a time; it is not thread-safe. Destroying it cancels and joins
 //   any work it started (blocking briefly), so never destroy one on a thread its work needs.
+// - position(): sources whose place is plain state (file sources, ListFiles, Range, FromVector) report
+//   where they are, so that a checkpoint can rebuild the same place later with PositionedSource::MakeStreamAt.
+//   Every other stream reports nullopt.
 #ifndef SLUICE_OPS_STREAM_H_
 #define SLUICE_OPS_STREAM_H_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "sluice/engine/task.h"
@@ -23,6 +28,20 @@
 namespace sluice {
 
 enum class PollState : uint8_t { kReady, kPending, kEnd };
+
+// Where a source stream is: the place of the element it delivers next (after the last one it delivered;
+// errors are elements and count). What the fields mean is the source's:
+//   TFRecord, TextLines, FixedLengthRecords: `index` is the file, in the list the stream reads (the node's
+//     files, or its auto-shard share), `offset` the byte offset of the next record in that file (in the
+//     decompressed stream for GZIP/ZLIB), as Record::offset reports it;
+//   ListFiles: `index` is the next name's place in this pass's order, `offset` the pass (which shuffle);
+//   Range, FromVector: `index` is the next element's index, `offset` is 0.
+// The end of a stream is a position too (e.g. {number of files, 0}).
+struct SourcePosition {
+  int64_t index = 0;
+  uint64_t offset = 0;
+  bool operator==(const SourcePosition&) const = default;
+};
 
 template <class T>
 class Stream {
@@ -32,9 +51,29 @@ class Stream {
   virtual PollState Poll(absl::StatusOr<T>* out) = 0;
   // Synchronous streams never return kPending, so the default never waits.
   virtual Task<void> WaitReady() { return ReadyNow(); }
+  // The position of the next element this stream delivers, for sources that keep one (see above);
+  // nullopt for every other stream. Valid between Poll calls.
+  virtual std::optional<SourcePosition> position() const { return std::nullopt; }
 
  private:
   static Task<void> ReadyNow() { co_return; }
+};
+
+struct IteratorContext;
+
+// A source node whose streams report position() and that can make a stream starting at one: a
+// checkpoint finds it in the graph (dynamic_cast from the Node<T>), saves a stream's position() and later
+// rebuilds the same place with MakeStreamAt over the same definition and an equivalent context (the same
+// auto-shard share). The new stream's first element is the one at `position`; its position() starts
+// there. A position the node could not have reported (a file index past the list, a byte offset that is
+// not a record boundary, past the end of the data) is an error element naming it, as the source's
+// contract says; errors never throw.
+template <class T>
+class PositionedSource {
+ public:
+  virtual ~PositionedSource() = default;
+  virtual std::unique_ptr<Stream<T>> MakeStreamAt(std::shared_ptr<const IteratorContext> context,
+                                                  SourcePosition position) const = 0;
 };
 
 }  // namespace sluice
