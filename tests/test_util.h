@@ -16,6 +16,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "io/tfrecord_format.h"
+#include "io/zlib_stream.h"
 #include "sluice/engine/reactor.h"
 #include "sluice/io/sequential_reader.h"
 
@@ -94,6 +96,18 @@ inline auto BackendModeValues() {
   return ::testing::Combine(::testing::Values(IoBackend::kUring, IoBackend::kThreads),
                             ::testing::Values(ReadMode::kRead, ReadMode::kMmap));
 #endif
+}
+
+// `data` as a GZIP or ZLIB stream (unchanged for kNone), for writing compressed test files.
+inline std::string Compress(const std::string& data, Compression compression) {
+  if (compression == Compression::kNone) return data;
+  absl::StatusOr<io::Deflater> deflater =
+      io::Deflater::Create(compression == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
+  EXPECT_TRUE(deflater.ok());
+  std::string out;
+  EXPECT_TRUE(deflater->Compress(io::AsBytes(data), &out).ok());
+  EXPECT_TRUE(deflater->Finish(&out).ok());
+  return out;
 }
 
 }  // namespace sluice::testing_util

@@ -31,6 +31,7 @@
 namespace sluice {
 namespace {
 
+using testing_util::Compress;
 using testing_util::BackendModeName;
 using testing_util::BackendModeTest;
 using testing_util::BackendModeValues;
@@ -146,16 +147,6 @@ std::string WriteTFRecordFile(const std::string& name, const std::vector<std::st
   return path;
 }
 
-std::string Compress(const std::string& data, Compression compression) {
-  if (compression == Compression::kNone) return data;
-  absl::StatusOr<io::Deflater> deflater =
-      io::Deflater::Create(compression == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
-  EXPECT_TRUE(deflater.ok());
-  std::string out;
-  EXPECT_TRUE(deflater->Compress(io::AsBytes(data), &out).ok());
-  EXPECT_TRUE(deflater->Finish(&out).ok());
-  return out;
-}
 
 std::string Payload(size_t size, uint32_t seed) {
   std::string s(size, '\0');

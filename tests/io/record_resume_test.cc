@@ -24,6 +24,7 @@
 namespace sluice {
 namespace {
 
+using testing_util::Compress;
 using testing_util::BackendModeName;
 using testing_util::BackendModeTest;
 using testing_util::BackendModeValues;
@@ -70,16 +71,6 @@ struct FileCase {
   uint64_t header = 0, record = 0, footer = 0;  // kFixed
 };
 
-std::string Compress(const std::string& data, Compression compression) {
-  if (compression == Compression::kNone) return data;
-  absl::StatusOr<io::Deflater> deflater =
-      io::Deflater::Create(compression == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
-  EXPECT_TRUE(deflater.ok());
-  std::string out;
-  EXPECT_TRUE(deflater->Compress(io::AsBytes(data), &out).ok());
-  EXPECT_TRUE(deflater->Finish(&out).ok());
-  return out;
-}
 
 class ResumeTest : public BackendModeTest {
  protected:

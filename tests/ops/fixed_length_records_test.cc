@@ -20,19 +20,10 @@ namespace {
 
 using test_ops::Collect;
 
+using testing_util::Compress;
 using testing_util::TempPath;
 using testing_util::WriteFile;
 
-std::string Compress(const std::string& data, Compression compression) {
-  if (compression == Compression::kNone) return data;
-  absl::StatusOr<io::Deflater> deflater =
-      io::Deflater::Create(compression == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
-  EXPECT_TRUE(deflater.ok());
-  std::string out;
-  EXPECT_TRUE(deflater->Compress(io::AsBytes(data), &out).ok());
-  EXPECT_TRUE(deflater->Finish(&out).ok());
-  return out;
-}
 
 // A file of `records` records of `size` bytes ("r<i>" padded with '.') between a header and a footer.
 std::string MakeFile(const std::string& name, int records, size_t size, const std::string& header,

@@ -35,6 +35,7 @@ using ops::ListFilesNode;
 using ops::RangeNode;
 using ops::RecordFileNode;
 using ops::RecordFormat;
+using testing_util::Compress;
 using testing_util::SharedTFRecord;
 using testing_util::TempPath;
 using testing_util::WriteFile;
@@ -147,15 +148,6 @@ TEST(SourcePositionTest, GzipFilesResumeInTheDecompressedStream) {
   for (const auto& e : full.elements) EXPECT_TRUE(e.ok()) << e.status();
 }
 
-std::string Compress(const std::string& data, Compression compression) {
-  absl::StatusOr<io::Deflater> deflater =
-      io::Deflater::Create(compression == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
-  EXPECT_TRUE(deflater.ok());
-  std::string out;
-  EXPECT_TRUE(deflater->Compress(io::AsBytes(data), &out).ok());
-  EXPECT_TRUE(deflater->Finish(&out).ok());
-  return out;
-}
 
 TEST(SourcePositionTest, TextLinesAndFixedLengthRecordsAcrossFiles) {
   const std::vector<std::string> texts = {"a\n\nbb\r\nccc", "", "x\ny\n", "z"};
