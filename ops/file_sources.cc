@@ -194,37 +194,6 @@ absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::strin
   return files;
 }
 
-AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
-                                                                 RecordFormat format, Compression compression,
-                                                                 FixedLengthLayout layout) {
-  for (std::string& file : files) {
-    AsyncGenerator<absl::StatusOr<Record>> records;
-    if (format == RecordFormat::kTFRecord) {
-      TFRecordReaderOptions options;
-      options.compression = compression;
-      records = ReadTFRecords(DefaultReactor(), file, options);
-    } else if (format == RecordFormat::kFixedLength) {
-      FixedLengthRecordOptions options;
-      options.record_bytes = layout.record_bytes;
-      options.header_bytes = layout.header_bytes;
-      options.footer_bytes = layout.footer_bytes;
-      options.compression = compression;
-      records = ReadFixedLengthRecords(DefaultReactor(), file, options);
-    } else {
-      TextLineOptions options;
-      options.compression = compression;
-      records = ReadTextLines(DefaultReactor(), file, options);
-    }
-    while (std::optional<absl::StatusOr<Record>> record = co_await records.Next()) {
-      // GCC12 PR100611: build yielded values in named locals, not as temporaries in the co_yield.
-      absl::StatusOr<std::string> element = record->ok()
-                                                ? absl::StatusOr<std::string>(std::string((*record)->str()))
-                                                : absl::StatusOr<std::string>(std::move(*record).status());
-      co_yield std::move(element);
-    }
-  }
-}
-
 std::vector<Param> RecordFileNode::params() const {
   std::string names = absl::StrJoin(files_, ",");
   std::vector<Param> params = {{"files", names}, {"compression", std::string(CompressionName(compression_))}};

@@ -66,12 +66,6 @@ struct FixedLengthLayout {
   uint64_t footer_bytes = 0;
 };
 
-// Each file's records (or lines) as strings, file after file. ops/file_sources.cc.
-SLUICE_EXPORT AsyncGenerator<absl::StatusOr<std::string>> ReadRecordsAsStrings(std::vector<std::string> files,
-                                                                               RecordFormat format,
-                                                                               Compression compression,
-                                                                               FixedLengthLayout layout = {});
-
 // A node that reads (or lists) a fixed list of files known when the dataset is defined.
 // Exported, with its destructor (the key function) in ops/file_sources.cc, for the same reason as OpNode:
 // distribute::FindFileSource in the library dynamic_casts to it, also for sources a program defines.
