@@ -11,7 +11,9 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -32,9 +34,27 @@ inline std::filesystem::path SharedTFRecordDir() {
 }
 inline std::string SharedTFRecord(const std::string& relative) { return (SharedTFRecordDir() / relative).string(); }
 
+// Every TempPath of this process starts with this prefix; at exit (each test runs in a process of its own)
+// everything in the temp folder under it is removed, files the code under test put beside them (a
+// cache's .index) included, so the suite leaves nothing behind.
+inline std::string TempPathPrefix() { return absl::StrCat("sluice_readers_", ::getpid(), "_"); }
+
+struct TempPathCleanup {
+  ~TempPathCleanup() {
+    std::error_code ignored;
+    const std::string prefix = TempPathPrefix();
+    std::vector<std::filesystem::path> ours;
+    for (const auto& entry : std::filesystem::directory_iterator(::testing::TempDir(), ignored)) {
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) ours.push_back(entry.path());
+    }
+    for (const std::filesystem::path& path : ours) std::filesystem::remove_all(path, ignored);
+  }
+};
+
 // A per-process path under the test temp folder.
 inline std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/sluice_readers_", ::getpid(), "_", name);
+  static TempPathCleanup cleanup;
+  return absl::StrCat(::testing::TempDir(), "/", TempPathPrefix(), name);
 }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
