@@ -20,6 +20,22 @@ struct ParamFormatter {
   }
   std::string operator()(const std::vector<int64_t>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
   std::string operator()(const std::vector<double>& v) const { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+  std::string operator()(const std::vector<std::string>& v) const {
+    constexpr size_t kShown = 4;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < v.size() && i < kShown; ++i) shown.push_back((*this)(v[i]));
+    if (v.size() > kShown) shown.push_back(absl::StrCat("... (", v.size(), " in all)"));
+    return absl::StrCat("[", absl::StrJoin(shown, ", "), "]");
+  }
+  std::string operator()(const EncodedParam& v) const { return v.display; }
+  std::string operator()(const FunctionParam& v) const {
+    if (!v.registered) return v.name;
+    std::vector<std::string> args;
+    if (v.args != nullptr) {
+      for (const Param& p : *v.args) args.push_back(absl::StrCat(p.name, "=", std::visit(*this, p.value)));
+    }
+    return absl::StrCat(v.name, "(", absl::StrJoin(args, ", "), ")");
+  }
 };
 
 void Append(const OpNode& node, int depth, std::string* out) {

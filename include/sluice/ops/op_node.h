@@ -27,7 +27,27 @@ class ThreadPool;
 class OpNode;
 class Tuner;
 
-using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+struct Param;
+
+// Opaque bytes a node encodes itself (a ParseSpec, padding Tensors, FromVector's values), with a short
+// readable form for DebugString. The bytes are the lossless part; `display` is derived from them.
+struct EncodedParam {
+  std::string bytes;
+  std::string display;
+  friend bool operator==(const EncodedParam& a, const EncodedParam& b) { return a.bytes == b.bytes; }
+};
+
+// A function held by an op. `registered`: `name` is a SLUICE_REGISTER_FUNCTION name and `args` rebuild
+// the callable in another process (sluice/ops/function_registry.h). Otherwise `name` is only a label
+// (a lambda), and a pipeline holding it cannot be serialized.
+struct FunctionParam {
+  std::string name;
+  std::shared_ptr<const std::vector<Param>> args;  // never null when registered
+  bool registered = false;
+};
+
+using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                                std::vector<std::string>, EncodedParam, FunctionParam>;
 
 struct Param {
   std::string name;
