@@ -29,7 +29,7 @@ struct ParamFormatter {
   }
   std::string operator()(const EncodedParam& v) const { return v.display; }
   std::string operator()(const FunctionParam& v) const {
-    if (!v.registered) return v.name;
+    if (!v.registered) return (*this)(v.name);
     std::vector<std::string> args;
     if (v.args != nullptr) {
       for (const Param& p : *v.args) args.push_back(absl::StrCat(p.name, "=", std::visit(*this, p.value)));
@@ -40,13 +40,15 @@ struct ParamFormatter {
 
 void Append(const OpNode& node, int depth, std::string* out) {
   std::vector<std::string> params;
-  for (const Param& p : node.params()) params.push_back(absl::StrCat(p.name, "=", std::visit(ParamFormatter{}, p.value)));
+  for (const Param& p : node.params()) params.push_back(absl::StrCat(p.name, "=", ParamValueString(p.value)));
   absl::StrAppend(out, std::string(2 * depth, ' '), std::string(node.op_name()), "(", absl::StrJoin(params, ", "),
                   ")\n");
   for (const auto& input : node.inputs()) Append(*input, depth + 1, out);
 }
 
 }  // namespace
+
+std::string ParamValueString(const ParamValue& value) { return std::visit(ParamFormatter{}, value); }
 
 // The key function: see the class comment in sluice/ops/op_node.h.
 OpNode::~OpNode() = default;

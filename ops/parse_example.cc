@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sluice/ops/element_codec.h"
 
 namespace sluice {
 namespace {
@@ -87,4 +88,64 @@ absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records,
 }
 
 }  // namespace ops::detail_parse
+namespace ops {
+
+// Layout: fixed count, then per feature key, dtype, dims, optional default; var count, then key, dtype.
+EncodedParam ParseSpecParam(const ParseSpec& spec) {
+  EncodedParam param;
+  std::string* out = &param.bytes;
+  ElementCodec<uint64_t>::Encode(spec.fixed.size(), out);
+  for (const FixedLenFeature& f : spec.fixed) {
+    ElementCodec<std::string>::Encode(f.key, out);
+    ElementCodec<uint8_t>::Encode(static_cast<uint8_t>(f.dtype), out);
+    ElementCodec<std::vector<int64_t>>::Encode(f.shape.dims(), out);
+    ElementCodec<std::optional<Tensor>>::Encode(f.default_value, out);
+  }
+  ElementCodec<uint64_t>::Encode(spec.var.size(), out);
+  for (const VarLenFeature& f : spec.var) {
+    ElementCodec<std::string>::Encode(f.key, out);
+    ElementCodec<uint8_t>::Encode(static_cast<uint8_t>(f.dtype), out);
+  }
+  param.display = detail_parse::SpecString(spec);
+  return param;
+}
+
+absl::StatusOr<ParseSpec> DecodeParseSpec(std::string_view bytes) {
+  auto bad = [](const absl::Status& s) {
+    return absl::InvalidArgumentError(absl::StrCat("ParseExample spec: ", s.message()));
+  };
+  auto dtype_of = [](uint8_t raw, DType* dtype) {
+    if (raw > static_cast<uint8_t>(DType::kString)) return false;
+    *dtype = static_cast<DType>(raw);
+    return true;
+  };
+  ParseSpec spec;
+  uint64_t count = 0;
+  if (absl::Status s = ElementCodec<uint64_t>::Decode(&bytes, &count); !s.ok()) return bad(s);
+  for (uint64_t i = 0; i < count; ++i) {
+    FixedLenFeature f;
+    uint8_t dtype = 0;
+    std::vector<int64_t> dims;
+    if (absl::Status s = ElementCodec<std::string>::Decode(&bytes, &f.key); !s.ok()) return bad(s);
+    if (absl::Status s = ElementCodec<uint8_t>::Decode(&bytes, &dtype); !s.ok()) return bad(s);
+    if (absl::Status s = ElementCodec<std::vector<int64_t>>::Decode(&bytes, &dims); !s.ok()) return bad(s);
+    if (absl::Status s = ElementCodec<std::optional<Tensor>>::Decode(&bytes, &f.default_value); !s.ok()) return bad(s);
+    if (!dtype_of(dtype, &f.dtype)) return absl::InvalidArgumentError("ParseExample spec: bad dtype");
+    f.shape = Shape(std::move(dims));
+    spec.fixed.push_back(std::move(f));
+  }
+  if (absl::Status s = ElementCodec<uint64_t>::Decode(&bytes, &count); !s.ok()) return bad(s);
+  for (uint64_t i = 0; i < count; ++i) {
+    VarLenFeature f;
+    uint8_t dtype = 0;
+    if (absl::Status s = ElementCodec<std::string>::Decode(&bytes, &f.key); !s.ok()) return bad(s);
+    if (absl::Status s = ElementCodec<uint8_t>::Decode(&bytes, &dtype); !s.ok()) return bad(s);
+    if (!dtype_of(dtype, &f.dtype)) return absl::InvalidArgumentError("ParseExample spec: bad dtype");
+    spec.var.push_back(std::move(f));
+  }
+  if (!bytes.empty()) return absl::InvalidArgumentError("ParseExample spec: trailing bytes");
+  return spec;
+}
+
+}  // namespace ops
 }  // namespace sluice

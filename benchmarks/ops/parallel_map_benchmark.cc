@@ -97,7 +97,7 @@ BENCHMARK(BM_ParallelMap)
 // One worker of the parallel machinery (Dataset::Map(f, 1) is the sequential op, so build the node).
 void BM_ParallelMapOneWorker(benchmark::State& state) {
   using Node = ops::ParallelMapNode<int64_t, int64_t (*)(int64_t)>;
-  Drain(Dataset<int64_t>(std::make_shared<Node>(Range(kElements).node(), &Work, "work", 1, true)), state);
+  Drain(Dataset<int64_t>(std::make_shared<Node>(Range(kElements).node(), &Work, FunctionLabel("work"), 1, true)), state);
 }
 BENCHMARK(BM_ParallelMapOneWorker)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 

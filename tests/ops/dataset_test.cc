@@ -264,7 +264,7 @@ TEST(DatasetTest, DebugStringElidesLongValuesButParamsKeepThem) {
   EXPECT_NE(s.find("...\" (500 chars)"), std::string::npos) << s;
   EXPECT_LT(s.size(), 300u) << s;
   ASSERT_EQ(ds.node()->params().size(), 1u);
-  EXPECT_EQ(std::get<std::string>(ds.node()->params()[0].value), long_name);
+  EXPECT_EQ(std::get<FunctionParam>(ds.node()->params()[0].value).name, long_name);
 }
 
 TEST(DatasetTest, OneDefinitionManyConcurrentIterators) {

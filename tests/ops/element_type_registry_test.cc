@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "sluice/ops/element_codec.h"
 #include "sluice/ops/element_type.h"
+#include "sluice/ops/registration.h"
 
 namespace registry_test {
 

@@ -160,7 +160,7 @@ TEST(ParallelInterleaveTest, ArgumentsAndDefinition) {
   EXPECT_EQ(ds.node()->op_name(), "ParallelInterleave");
   std::vector<Param> params = ds.node()->params();
   ASSERT_EQ(params.size(), 5u);
-  EXPECT_EQ(std::get<std::string>(params[0].value), "sub");
+  EXPECT_EQ(std::get<FunctionParam>(params[0].value).name, "sub");
   EXPECT_EQ(std::get<int64_t>(params[1].value), 5);
   EXPECT_EQ(std::get<int64_t>(params[2].value), 3);
   EXPECT_EQ(std::get<int64_t>(params[3].value), 4);

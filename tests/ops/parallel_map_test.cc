@@ -184,7 +184,7 @@ TEST(ParallelMapTest, ArgumentsAndDefinition) {
   std::vector<Param> params = parallel.node()->params();
   ASSERT_EQ(params.size(), 3u);
   EXPECT_EQ(params[0].name, "f");
-  EXPECT_EQ(std::get<std::string>(params[0].value), "spin");
+  EXPECT_EQ(std::get<FunctionParam>(params[0].value).name, "spin");
   EXPECT_EQ(params[1].name, "num_parallel_calls");
   EXPECT_EQ(std::get<int64_t>(params[1].value), 4);
   EXPECT_EQ(params[2].name, "deterministic");

@@ -126,7 +126,7 @@ TEST(ParseExampleOpTest, FeatureByKeyErrors) {
 
 TEST(ParseExampleOpTest, DebugStringAndDestructionMidStream) {
   std::string s = FromVector(Records(2)).ParseExample(Spec()).DebugString();
-  EXPECT_NE(s.find("ParseExample(spec=\"fixed=[label:int64[], name:string[]="), std::string::npos) << s;
+  EXPECT_NE(s.find("ParseExample(spec=fixed=[label:int64[], name:string[]="), std::string::npos) << s;
   std::vector<std::string> many = Records(200);
   for (int round = 0; round < 10; ++round) {
     Iterator<ParsedExample> it = FromVector(many).Prefetch(3).ParseExample(Spec()).Batch(4).Prefetch(2).MakeIterator();

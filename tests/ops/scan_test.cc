@@ -30,7 +30,7 @@ TEST(ScanTest, RunningSumAsTfData) {
   EXPECT_EQ(Range(3).Repeat().Scan(int64_t{0}, RunningSum{}).Cardinality(), kInfiniteCardinality);
   EXPECT_EQ(Range(3).Filter([](const int64_t&) { return true; }).Scan(int64_t{0}, RunningSum{}).Cardinality(),
             kUnknownCardinality);
-  EXPECT_NE(ds.DebugString().find("Scan(f=\"running_sum\")"), std::string::npos) << ds.DebugString();
+  EXPECT_NE(ds.DebugString().find("Scan(f=\"running_sum\", initial_state=<8 bytes>)"), std::string::npos) << ds.DebugString();
 }
 
 TEST(ScanTest, StateAndOutputTypesDifferAndEveryIterationRestarts) {

@@ -83,18 +83,18 @@ template <class T, class F>
 class BucketBySequenceLengthNode final : public Node<Batched<T>> {
  public:
   using B = Batched<T>;
-  BucketBySequenceLengthNode(NodePtr<T> input, F f, std::string name, BucketOptions options)
+  BucketBySequenceLengthNode(NodePtr<T> input, F f, FunctionParam function, BucketOptions options)
       : input_(std::move(input)),
         f_(std::move(f)),
-        name_(std::move(name)),
+        function_(std::move(function)),
         options_(std::make_shared<const BucketOptions>(std::move(options))) {}
   std::string_view op_name() const override { return "BucketBySequenceLength"; }
   std::vector<Param> params() const override {
-    return {{"element_length_func", name_},
+    return {{"element_length_func", function_},
             {"bucket_boundaries", options_->bucket_boundaries},
             {"bucket_batch_sizes", options_->bucket_batch_sizes},
-            {"padded_shapes", detail_padded::PaddedShapesString(options_->padded_shapes)},
-            {"padding_values", detail_padded::PaddingValuesString(options_->padding_values)},
+            {"padded_shapes", PaddedShapesParam(options_->padded_shapes)},
+            {"padding_values", PaddingValuesParam(options_->padding_values)},
             {"pad_to_bucket_boundary", options_->pad_to_bucket_boundary},
             {"no_padding", options_->no_padding},
             {"drop_remainder", options_->drop_remainder}};
@@ -242,13 +242,13 @@ class BucketBySequenceLengthNode final : public Node<Batched<T>> {
 
   NodePtr<T> input_;
   F f_;
-  std::string name_;
+  FunctionParam function_;
   std::shared_ptr<const BucketOptions> options_;
 };
 
 // Dataset::BucketBySequenceLength's node, or an error source for invalid arguments.
 template <class T, class F>
-NodePtr<Batched<T>> MakeBucketBySequenceLength(NodePtr<T> input, F f, std::string name, BucketOptions options) {
+NodePtr<Batched<T>> MakeBucketBySequenceLength(NodePtr<T> input, F f, FunctionParam function, BucketOptions options) {
   using B = Batched<T>;
   auto fail = [](std::string message) {
     return MakeErrorSource<B>("BucketBySequenceLength", absl::InvalidArgumentError(std::move(message)));
@@ -275,7 +275,7 @@ NodePtr<Batched<T>> MakeBucketBySequenceLength(NodePtr<T> input, F f, std::strin
                   "no_padding=true to batch other element types");
     }
   }
-  return std::make_shared<BucketBySequenceLengthNode<T, F>>(std::move(input), std::move(f), std::move(name),
+  return std::make_shared<BucketBySequenceLengthNode<T, F>>(std::move(input), std::move(f), std::move(function),
                                                             std::move(options));
 }
 

@@ -39,6 +39,7 @@
 #include "sluice/ops/filter.h"
 #include "sluice/ops/from_generator.h"
 #include "sluice/ops/from_vector.h"
+#include "sluice/ops/function_registry.h"
 #include "sluice/ops/ignore_errors.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/map.h"
@@ -48,6 +49,7 @@
 #include "sluice/ops/parse_example.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
+#include "sluice/ops/registered_dataset.h"
 #include "sluice/ops/rebatch.h"
 #include "sluice/ops/repeat.h"
 #include "sluice/ops/sample_from_datasets.h"
@@ -96,25 +98,102 @@ class Dataset {
   }
 
   // f: T -> U or absl::StatusOr<U>. `name` identifies f in DebugString and, once registered, on the wire.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   auto Map(F f, std::string name = "<function>") const {
     using Node = ops::MapNode<T, F>;
-    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), std::move(name)));
+    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), FunctionLabel(std::move(name))));
   }
 
   // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
   // deterministic unset = Options::deterministic. See sluice/ops/parallel_map.h.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   auto Map(F f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt,
            std::string name = "<function>") const {
     return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(
-        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, std::move(name)));
+        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, FunctionLabel(std::move(name))));
   }
 
   // predicate: const T& -> bool or absl::StatusOr<bool>.
-  template <class P>
+  template <ops::NotFunctionHandle P>
   Dataset<T> Filter(P predicate, std::string name = "<function>") const {
-    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate), std::move(name)));
+    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate), FunctionLabel(std::move(name))));
+  }
+
+  // Registered functions (sluice/ops/function_registry.h): `f` is a Function<Sig> handle or one bound to
+  // its arguments (kNormalize.With({{"mean", 0.5}})); Sig's argument is T. The op holds the name and the
+  // arguments, so the pipeline can be serialized (sluice/ops/graph.h). A name not registered here, with
+  // another signature, or whose factory fails, makes the dataset's one element that error.
+  template <ops::FunctionHandle H>
+  auto Map(const H& f) const {
+    return WithFunction("Map", f, [this](auto fn, FunctionParam param) {
+      using Fn = decltype(fn);
+      using Node = ops::MapNode<T, Fn>;
+      return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(fn), std::move(param)));
+    });
+  }
+  template <ops::FunctionHandle H>
+  auto Map(const H& f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt) const {
+    return WithFunction("ParallelMap", f, [&](auto fn, FunctionParam param) {
+      using Fn = decltype(fn);
+      return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<Fn&, T>>>(ops::MakeParallelMap<T, Fn>(
+          node_, std::move(fn), num_parallel_calls, deterministic, std::move(param)));
+    });
+  }
+  template <ops::FunctionHandle H>
+  Dataset<T> Filter(const H& predicate) const {
+    return WithFunction("Filter", predicate, [this](auto fn, FunctionParam param) {
+      return Dataset<T>(std::make_shared<ops::FilterNode<T, decltype(fn)>>(node_, std::move(fn), std::move(param)));
+    });
+  }
+  template <ops::FunctionHandle H>
+  Dataset<T> TakeWhile(const H& predicate) const {
+    return WithFunction("TakeWhile", predicate, [this](auto fn, FunctionParam param) {
+      return Dataset<T>(
+          std::make_shared<ops::TakeWhileNode<T, decltype(fn)>>(node_, std::move(fn), std::move(param)));
+    });
+  }
+  template <ops::FunctionHandle H>
+  auto FlatMap(const H& f) const {
+    return WithFunction("FlatMap", f, [this](auto fn, FunctionParam param) {
+      using Node = ops::InterleaveNode<T, decltype(fn)>;
+      return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(fn), std::move(param), 1, 1));
+    });
+  }
+  template <ops::FunctionHandle H>
+  auto Interleave(const H& f, int64_t cycle_length = kAutotune, int64_t block_length = 1,
+                  int64_t num_parallel_calls = 0, std::optional<bool> deterministic = std::nullopt) const {
+    if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    return WithFunction("Interleave", f, [&](auto fn, FunctionParam param) {
+      using Fn = decltype(fn);
+      return Dataset<typename ops::InterleaveNode<T, Fn>::U>(ops::MakeParallelInterleave<T, Fn>(
+          node_, std::move(fn), cycle_length, block_length, num_parallel_calls, deterministic, std::move(param)));
+    });
+  }
+
+  // Scan with a registered std::pair<State, U>(const State&, T) function; State needs an ElementCodec.
+  template <class State, ops::FunctionHandle H>
+  auto Scan(State initial_state, const H& f) const {
+    return WithFunction("Scan", f, [&](auto fn, FunctionParam param) {
+      using Node = ops::ScanNode<T, State, decltype(fn)>;
+      return Dataset<typename Node::U>(
+          std::make_shared<Node>(node_, std::move(initial_state), std::move(fn), std::move(param)));
+    });
+  }
+
+  // BucketBySequenceLength with a registered length function (an integer of const T&).
+  template <ops::FunctionHandle H>
+  Dataset<Batched<T>> BucketBySequenceLength(const H& element_length_func, std::vector<int64_t> bucket_boundaries,
+                                             std::vector<int64_t> bucket_batch_sizes,
+                                             std::vector<ops::PaddedShape> padded_shapes = {},
+                                             std::vector<Tensor> padding_values = {},
+                                             bool pad_to_bucket_boundary = false, bool no_padding = false,
+                                             bool drop_remainder = false) const {
+    return WithFunction("BucketBySequenceLength", element_length_func, [&](auto fn, FunctionParam param) {
+      return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
+          node_, std::move(fn), std::move(param),
+          ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
+                             std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
+    });
   }
 
   Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
@@ -149,7 +228,7 @@ class Dataset {
   }
 
   // f: T -> Dataset<U> (or absl::StatusOr<Dataset<U>>). cycle_length kAutotune = the machine's cores.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   auto Interleave(F f, int64_t cycle_length = kAutotune, int64_t block_length = 1,
                   std::string name = "<function>") const {
     using Node = ops::InterleaveNode<T, F>;
@@ -161,30 +240,30 @@ class Dataset {
                                                                 ") and block_length (", block_length,
                                                                 ") must be > 0"))));
     }
-    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), std::move(name), cycle_length,
+    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), FunctionLabel(std::move(name)), cycle_length,
                                              block_length));
   }
 
   // Parallel form (num_parallel_calls 0: sequential; kAutotune: tuned); deterministic unset =
   // Options::deterministic. See sluice/ops/parallel_interleave.h.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   auto Interleave(F f, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
                   std::optional<bool> deterministic = std::nullopt, std::string name = "<function>") const {
     if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
     return Dataset<typename ops::InterleaveNode<T, F>::U>(ops::MakeParallelInterleave<T, F>(
-        node_, std::move(f), cycle_length, block_length, num_parallel_calls, deterministic, std::move(name)));
+        node_, std::move(f), cycle_length, block_length, num_parallel_calls, deterministic, FunctionLabel(std::move(name))));
   }
 
   // Interleave(f, 1, 1): each sub-dataset in full, in input order.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   auto FlatMap(F f, std::string name = "<function>") const {
     using Node = ops::InterleaveNode<T, F>;
-    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f), std::move(name), 1, 1));
+    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f), FunctionLabel(std::move(name)), 1, 1));
   }
 
-  template <class P>
+  template <ops::NotFunctionHandle P>
   Dataset<T> TakeWhile(P predicate, std::string name = "<function>") const {
-    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate), std::move(name)));
+    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate), FunctionLabel(std::move(name))));
   }
 
   Dataset<T> Concatenate(const Dataset<T>& other) const {
@@ -220,7 +299,7 @@ class Dataset {
   }
 
   // f: const T& -> integer length (or StatusOr). See ops/bucket_by_sequence_length.h.
-  template <class F>
+  template <ops::NotFunctionHandle F>
   Dataset<Batched<T>> BucketBySequenceLength(F element_length_func, std::vector<int64_t> bucket_boundaries,
                                              std::vector<int64_t> bucket_batch_sizes,
                                              std::vector<ops::PaddedShape> padded_shapes = {},
@@ -228,7 +307,7 @@ class Dataset {
                                              bool pad_to_bucket_boundary = false, bool no_padding = false,
                                              bool drop_remainder = false, std::string name = "<function>") const {
     return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
-        node_, std::move(element_length_func), std::move(name),
+        node_, std::move(element_length_func), FunctionLabel(std::move(name)),
         ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
                            std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
   }
@@ -250,11 +329,11 @@ class Dataset {
   }
 
   // f(const State&, T) -> std::pair<State, U> (or absl::StatusOr of it). See sluice/ops/scan.h.
-  template <class State, class F>
+  template <class State, ops::NotFunctionHandle F>
   auto Scan(State initial_state, F f, std::string name = "<function>") const {
     using Node = ops::ScanNode<T, State, F>;
     return Dataset<typename Node::U>(
-        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), std::move(name)));
+        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), FunctionLabel(std::move(name))));
   }
 
   // Drops error elements, counting them in `counter` when given. See sluice/ops/ignore_errors.h.
@@ -263,6 +342,23 @@ class Dataset {
   }
 
  private:
+  // make(std::function<Sig>, FunctionParam) -> Dataset<U>, or an error source when the function cannot
+  // be resolved in this process.
+  template <class H, class Make>
+  auto WithFunction(const char* op, const H& handle, Make make) const {
+    const auto& bound = ops::Bind(handle);
+    using Fn = std::remove_cvref_t<decltype(*bound.Resolve())>;
+    using Arg = typename ops::FunctionArgOf<Fn>::type;
+    static_assert(std::is_same_v<std::remove_cvref_t<Arg>, T>,
+                  "the registered function's argument type is not the dataset's element type");
+    using Result = decltype(make(std::declval<Fn>(), bound.param()));
+    auto fn = bound.Resolve();
+    if (!fn.ok()) {
+      return Result(ops::MakeErrorSource<typename Result::element_type>(op, fn.status()));
+    }
+    return make(std::move(*fn), bound.param());
+  }
+
   NodePtr<T> node_;
 };
 
@@ -314,12 +410,25 @@ Dataset<T> FromVector(std::vector<T> values) {
       std::make_shared<const std::vector<T>>(std::move(values))));
 }
 
+// The dataset a registered factory makes (sluice/ops/registered_dataset.h); handle is a
+// Function<Dataset<T>()>, bare or bound to its arguments. An unresolvable handle is the one error element.
+template <ops::FunctionHandle H>
+auto RegisteredDataset(const H& handle) {
+  const auto& bound = ops::Bind(handle);
+  using Fn = std::remove_cvref_t<decltype(*bound.Resolve())>;
+  using D = std::invoke_result_t<Fn&>;
+  using T = typename D::element_type;
+  auto fn = bound.Resolve();
+  if (!fn.ok()) return D(ops::MakeErrorSource<T>("RegisteredDataset", fn.status()));
+  return D(std::make_shared<ops::RegisteredDatasetNode<T>>((*fn)().node(), bound.param()));
+}
+
 // factory() -> a callable returning std::optional<T> (or absl::StatusOr of it), or an AsyncGenerator;
 // called anew for every iteration. See sluice/ops/from_generator.h.
 template <class Factory>
 auto FromGenerator(Factory factory, std::string name = "<function>") {
   using Node = ops::FromGeneratorNode<Factory>;
-  return Dataset<typename Node::T>(std::make_shared<Node>(std::move(factory), std::move(name)));
+  return Dataset<typename Node::T>(std::make_shared<Node>(std::move(factory), FunctionLabel(std::move(name))));
 }
 
 // Records of record_bytes from each file, after header_bytes and before footer_bytes

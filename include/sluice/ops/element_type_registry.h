@@ -3,7 +3,8 @@
 // whether it has an ElementCodec and type-erased encode/decode working on std::any.
 //
 // Contract:
-// - SLUICE_REGISTER_ELEMENT_TYPE(T) registers T during static initialisation. Use it once per type per
+// - SLUICE_REGISTER_ELEMENT_TYPE(T) (sluice/ops/registration.h) registers T during static initialisation,
+//   with the op builders generic in T. Use it once per type per
 //   program, at namespace scope (any namespace) in a .cc that is linked into the program: a .cc in a static
 //   library that nothing else references is dropped by the linker, and its registration with it. T must
 //   have a name (SLUICE_ELEMENT_TYPE_NAME next to the type, or a composition of named types): a type
@@ -28,6 +29,7 @@
 //   template <> struct sluice::ElementCodec<my::Point> { ...Encode, Decode... };
 //
 //   // point.cc
+//   #include "sluice/ops/registration.h"
 //   SLUICE_REGISTER_ELEMENT_TYPE(my::Point);
 //
 //   // anywhere, by name
@@ -125,25 +127,6 @@ absl::Status RegisterElementType() {
   return RegisterElementType(MakeElementTypeInfo<T>());
 }
 
-namespace element_type_detail {
-template <class T>
-bool RegisterNamed() {
-  static_assert(kHasElementTypeName<T>,
-                "SLUICE_REGISTER_ELEMENT_TYPE: the type has no element type name; declare "
-                "SLUICE_ELEMENT_TYPE_NAME(Type, \"name\") next to it (sluice/ops/element_type.h)");
-  return RegisterAtStartup(MakeElementTypeInfo<T>());
-}
-}  // namespace element_type_detail
-
 }  // namespace sluice
-
-#define SLUICE_ELEMENT_TYPE_DETAIL_CONCAT_(a, b) a##b
-#define SLUICE_ELEMENT_TYPE_DETAIL_CONCAT(a, b) SLUICE_ELEMENT_TYPE_DETAIL_CONCAT_(a, b)
-
-// Registers the type (which may contain commas: std::pair<int64_t, my::Point>) at static initialisation.
-#define SLUICE_REGISTER_ELEMENT_TYPE(...)                                                                  \
-  [[maybe_unused]] static const bool SLUICE_ELEMENT_TYPE_DETAIL_CONCAT(sluice_element_type_registered_, \
-                                                                       __COUNTER__) =                   \
-      ::sluice::element_type_detail::RegisterNamed<__VA_ARGS__>()
 
 #endif  // SLUICE_OPS_ELEMENT_TYPE_REGISTRY_H_

@@ -1,5 +1,6 @@
 // ErrorSource: the dataset an op builder returns for invalid arguments (tf.data raises at construction;
 // a C++ builder that chains cannot, so the error is the one element the dataset yields, then it ends).
+// It shows as Error(op="Shuffle", code="INVALID_ARGUMENT", message="...") and crosses the wire as such.
 #ifndef SLUICE_OPS_ERROR_SOURCE_H_
 #define SLUICE_OPS_ERROR_SOURCE_H_
 
@@ -8,6 +9,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
@@ -16,8 +19,11 @@ template <class T>
 class ErrorSourceNode final : public Node<T> {
  public:
   ErrorSourceNode(std::string op, absl::Status status) : op_(std::move(op)), status_(std::move(status)) {}
-  std::string_view op_name() const override { return op_; }
-  std::vector<Param> params() const override { return {{"error", std::string(status_.message())}}; }
+  std::string_view op_name() const override { return "Error"; }
+  // `op` is the builder that refused its arguments; code and message rebuild the status (not its payloads).
+  std::vector<Param> params() const override {
+    return {{"op", op_}, {"code", absl::StatusCodeToString(status_.code())}, {"message", std::string(status_.message())}};
+  }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return 1; }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr) const override {
@@ -43,6 +49,14 @@ class ErrorSourceNode final : public Node<T> {
   std::string op_;
   absl::Status status_;
 };
+
+// The code TensorFlow and Abseil name "INVALID_ARGUMENT" etc.; InvalidArgument for another name.
+inline absl::StatusOr<absl::StatusCode> StatusCodeFromName(const std::string& name) {
+  for (int code = 1; code <= 16; ++code) {
+    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(code)) == name) return static_cast<absl::StatusCode>(code);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no status code is named \"", name, "\""));
+}
 
 template <class T>
 NodePtr<T> MakeErrorSource(std::string op, absl::Status status) {

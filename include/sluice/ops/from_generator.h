@@ -85,9 +85,10 @@ class FromGeneratorNode final
   using Traits = detail_from_generator::SourceTraits<Source>;
   using T = typename Traits::T;
 
-  FromGeneratorNode(Factory factory, std::string name) : factory_(std::move(factory)), name_(std::move(name)) {}
+  FromGeneratorNode(Factory factory, FunctionParam function)
+      : factory_(std::move(factory)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "FromGenerator"; }
-  std::vector<Param> params() const override { return {{"generator", name_}}; }
+  std::vector<Param> params() const override { return {{"generator", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr) const override {
@@ -196,7 +197,7 @@ class FromGeneratorNode final
   };
 
   Factory factory_;
-  std::string name_;
+  FunctionParam function_;
 };
 
 }  // namespace sluice::ops

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/ops/element_codec.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/stream.h"
 
@@ -23,7 +24,21 @@ class FromVectorNode final : public Node<T>, public PositionedSource<T> {
  public:
   explicit FromVectorNode(std::shared_ptr<const std::vector<T>> values) : values_(std::move(values)) {}
   std::string_view op_name() const override { return "FromVector"; }
-  std::vector<Param> params() const override { return {{"size", static_cast<int64_t>(values_->size())}}; }
+  // With a codec the values themselves are a param (each element encoded in turn), so the definition
+  // crosses a process boundary; without one it cannot.
+  std::vector<Param> params() const override {
+    std::vector<Param> p{{"size", static_cast<int64_t>(values_->size())}};
+    if constexpr (HasElementCodec<T>) {
+      EncodedParam values;
+      for (const T& value : *values_) ElementCodec<T>::Encode(value, &values.bytes);
+      values.display = absl::StrCat("<", values.bytes.size(), " bytes>");
+      p.push_back({"values", std::move(values)});
+    }
+    return p;
+  }
+  std::string not_portable_reason() const override {
+    return HasElementCodec<T> ? "" : "its values have no ElementCodec (sluice/ops/element_codec.h)";
+  }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return static_cast<int64_t>(values_->size()); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr) const override {

@@ -53,6 +53,9 @@ class IgnoreErrorsNode final : public Node<T> {
       : input_(std::move(input)), log_warning_(log_warning), counter_(std::move(counter)) {}
   std::string_view op_name() const override { return "IgnoreErrors"; }
   std::vector<Param> params() const override { return {{"log_warning", log_warning_}}; }
+  std::string not_portable_reason() const override {
+    return counter_ ? "it counts into an ErrorCounter, an object of this process" : "";
+  }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {

@@ -28,17 +28,17 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
   using SubDataset = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
   using U = typename SubDataset::element_type;
 
-  InterleaveNode(std::string op, NodePtr<T> input, F f, std::string function_name, int64_t cycle_length,
+  InterleaveNode(std::string op, NodePtr<T> input, F f, FunctionParam function, int64_t cycle_length,
                  int64_t block_length)
       : op_(std::move(op)),
         input_(std::move(input)),
         f_(std::move(f)),
-        function_name_(std::move(function_name)),
+        function_(std::move(function)),
         cycle_length_(cycle_length),
         block_length_(block_length) {}
   std::string_view op_name() const override { return op_; }
   std::vector<Param> params() const override {
-    return {{"f", function_name_}, {"cycle_length", cycle_length_}, {"block_length", block_length_}};
+    return {{"f", function_}, {"cycle_length", cycle_length_}, {"block_length", block_length_}};
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
@@ -134,7 +134,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
   std::string op_;
   NodePtr<T> input_;
   F f_;
-  std::string function_name_;
+  FunctionParam function_;
   int64_t cycle_length_;
   int64_t block_length_;
 };

@@ -18,10 +18,10 @@ template <class T, class F>
 class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
  public:
   using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
-  MapNode(NodePtr<T> input, F f, std::string function_name)
-      : input_(std::move(input)), f_(std::move(f)), function_name_(std::move(function_name)) {}
+  MapNode(NodePtr<T> input, F f, FunctionParam function)
+      : input_(std::move(input)), f_(std::move(f)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Map"; }
-  std::vector<Param> params() const override { return {{"f", function_name_}}; }
+  std::vector<Param> params() const override { return {{"f", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
@@ -54,7 +54,7 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
 
   NodePtr<T> input_;
   F f_;
-  std::string function_name_;
+  FunctionParam function_;
 };
 
 }  // namespace sluice::ops

@@ -3,8 +3,8 @@
 //
 // Definitions never hold iteration state, so one definition serves any number of iterators at once,
 // and a pipeline can be walked (for printing, serialising to remote workers, checkpoint layouts) without
-// running it. A user function appears as a parameter holding its registered name, or "<function>" when
-// it has none (such a pipeline cannot cross the wire).
+// running it. A user function appears as a FunctionParam: a registered name with its arguments, or a
+// lambda's label (such a pipeline cannot cross the wire; sluice/ops/graph.h says which node holds it).
 #ifndef SLUICE_OPS_OP_NODE_H_
 #define SLUICE_OPS_OP_NODE_H_
 
@@ -45,6 +45,9 @@ struct FunctionParam {
   std::shared_ptr<const std::vector<Param>> args;  // never null when registered
   bool registered = false;
 };
+
+// A lambda's label: shown by DebugString, never taken for a registration.
+inline FunctionParam FunctionLabel(std::string label) { return FunctionParam{std::move(label), nullptr, false}; }
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
                                 std::vector<std::string>, EncodedParam, FunctionParam>;
@@ -88,6 +91,11 @@ class SLUICE_EXPORT OpNode {
   // ElementTypeName of the elements (sluice/ops/element_type.h); "" when they cannot cross a process
   // boundary, and then neither can a pipeline containing this node.
   virtual std::string element_type_name() const = 0;
+  // Bumped when an op's params or semantics change incompatibly; the graph format records it.
+  virtual int64_t op_version() const { return 1; }
+  // Why this node cannot cross a process boundary although its params look complete (it holds a pointer
+  // into this process, or values without a codec); "" when it can.
+  virtual std::string not_portable_reason() const { return ""; }
 };
 
 template <class T>
@@ -100,6 +108,9 @@ class Node : public OpNode {
 
 template <class T>
 using NodePtr = std::shared_ptr<const Node<T>>;
+
+// A param's value as DebugString shows it (long strings and lists elided).
+SLUICE_EXPORT std::string ParamValueString(const ParamValue& value);
 
 // "Range(start=0, stop=10, step=1)" and its inputs, one op per line, innermost last.
 SLUICE_EXPORT std::string DebugString(const OpNode& node);

@@ -44,6 +44,7 @@
 #include "sluice/export.h"
 #include "sluice/ops/batching.h"
 #include "sluice/ops/cardinality.h"
+#include "sluice/ops/element_codec.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/error_source.h"
@@ -84,6 +85,34 @@ SLUICE_EXPORT absl::Status CheckPaddingArguments(std::string_view op, size_t com
 // "[[-1], [5, -1]]" and "[int64 -1, string \"\"]" for params().
 SLUICE_EXPORT std::string PaddedShapesString(const std::vector<PaddedShape>& shapes);
 SLUICE_EXPORT std::string PaddingValuesString(const std::vector<Tensor>& values);
+
+}  // namespace detail_padded
+
+// The params that carry padded shapes and padding values losslessly (sluice/ops/graph.h), and back.
+inline EncodedParam PaddedShapesParam(const std::vector<PaddedShape>& shapes) {
+  EncodedParam param;
+  EncodeElement(shapes, &param.bytes);
+  param.display = detail_padded::PaddedShapesString(shapes);
+  return param;
+}
+inline EncodedParam PaddingValuesParam(const std::vector<Tensor>& values) {
+  EncodedParam param;
+  EncodeElement(values, &param.bytes);
+  param.display = detail_padded::PaddingValuesString(values);
+  return param;
+}
+inline absl::StatusOr<std::vector<PaddedShape>> DecodePaddedShapes(std::string_view bytes) {
+  std::vector<PaddedShape> shapes;
+  if (absl::Status s = DecodeElement(bytes, &shapes); !s.ok()) return s;
+  return shapes;
+}
+inline absl::StatusOr<std::vector<Tensor>> DecodePaddingValues(std::string_view bytes) {
+  std::vector<Tensor> values;
+  if (absl::Status s = DecodeElement(bytes, &values); !s.ok()) return s;
+  return values;
+}
+
+namespace detail_padded {
 
 }  // namespace detail_padded
 
@@ -137,8 +166,8 @@ class PaddedBatchNode final : public Node<T> {
   std::string_view op_name() const override { return "PaddedBatch"; }
   std::vector<Param> params() const override {
     return {{"batch_size", batch_size_},
-            {"padded_shapes", detail_padded::PaddedShapesString(*padded_shapes_)},
-            {"padding_values", detail_padded::PaddingValuesString(*padding_values_)},
+            {"padded_shapes", PaddedShapesParam(*padded_shapes_)},
+            {"padding_values", PaddingValuesParam(*padding_values_)},
             {"drop_remainder", drop_remainder_}};
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

@@ -63,18 +63,18 @@ class ParallelInterleaveNode final
   using SubDataset = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
   using U = typename SubDataset::element_type;
 
-  ParallelInterleaveNode(NodePtr<T> input, F f, std::string function_name, int64_t cycle_length,
+  ParallelInterleaveNode(NodePtr<T> input, F f, FunctionParam function, int64_t cycle_length,
                          int64_t block_length, int64_t num_parallel_calls, std::optional<bool> deterministic)
       : input_(std::move(input)),
         f_(std::move(f)),
-        function_name_(std::move(function_name)),
+        function_(std::move(function)),
         cycle_length_(cycle_length),
         block_length_(block_length),
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "ParallelInterleave"; }
   std::vector<Param> params() const override {
-    std::vector<Param> params = {{"f", function_name_},
+    std::vector<Param> params = {{"f", function_},
                                  {"cycle_length", cycle_length_},
                                  {"block_length", block_length_},
                                  {"num_parallel_calls", num_parallel_calls_}};
@@ -453,7 +453,7 @@ class ParallelInterleaveNode final
 
   NodePtr<T> input_;
   F f_;
-  std::string function_name_;
+  FunctionParam function_;
   int64_t cycle_length_;
   int64_t block_length_;
   int64_t num_parallel_calls_;
@@ -463,7 +463,7 @@ class ParallelInterleaveNode final
 // Dataset::Interleave(f, cycle_length, block_length, num_parallel_calls, deterministic, name).
 template <class T, class F>
 auto MakeParallelInterleave(NodePtr<T> input, F f, int64_t cycle_length, int64_t block_length,
-                            int64_t num_parallel_calls, std::optional<bool> deterministic, std::string name)
+                            int64_t num_parallel_calls, std::optional<bool> deterministic, FunctionParam function)
     -> NodePtr<typename InterleaveNode<T, F>::U> {
   using U = typename InterleaveNode<T, F>::U;
   if (cycle_length <= 0 || block_length <= 0 || (num_parallel_calls < 0 && num_parallel_calls != kAutotune)) {
@@ -479,10 +479,10 @@ auto MakeParallelInterleave(NodePtr<T> input, F f, int64_t cycle_length, int64_t
                                                         ") must be <= cycle_length (", cycle_length, ")")));
   }
   if (num_parallel_calls == 0) {
-    return std::make_shared<InterleaveNode<T, F>>("Interleave", std::move(input), std::move(f), std::move(name),
+    return std::make_shared<InterleaveNode<T, F>>("Interleave", std::move(input), std::move(f), std::move(function),
                                                   cycle_length, block_length);
   }
-  return std::make_shared<ParallelInterleaveNode<T, F>>(std::move(input), std::move(f), std::move(name),
+  return std::make_shared<ParallelInterleaveNode<T, F>>(std::move(input), std::move(f), std::move(function),
                                                         cycle_length, block_length, num_parallel_calls,
                                                         deterministic);
 }

@@ -521,16 +521,16 @@ template <class T, class F>
 class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
  public:
   using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
-  ParallelMapNode(NodePtr<T> input, F f, std::string function_name, int64_t num_parallel_calls,
+  ParallelMapNode(NodePtr<T> input, F f, FunctionParam function, int64_t num_parallel_calls,
                   std::optional<bool> deterministic)
       : input_(std::move(input)),
         f_(std::move(f)),
-        function_name_(std::move(function_name)),
+        function_(std::move(function)),
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "ParallelMap"; }
   std::vector<Param> params() const override {
-    std::vector<Param> params = {{"f", function_name_}, {"num_parallel_calls", num_parallel_calls_}};
+    std::vector<Param> params = {{"f", function_}, {"num_parallel_calls", num_parallel_calls_}};
     if (deterministic_) params.push_back({"deterministic", *deterministic_});
     return params;
   }
@@ -553,7 +553,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
  private:
   NodePtr<T> input_;
   F f_;
-  std::string function_name_;
+  FunctionParam function_;
   int64_t num_parallel_calls_;
   std::optional<bool> deterministic_;
 };
@@ -561,7 +561,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
 // Dataset::Map(f, num_parallel_calls, deterministic, name): 0 and 1 are the sequential Map.
 template <class T, class F>
 auto MakeParallelMap(NodePtr<T> input, F f, int64_t num_parallel_calls, std::optional<bool> deterministic,
-                     std::string name) -> NodePtr<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
+                     FunctionParam function) -> NodePtr<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> {
   using U = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
   if (num_parallel_calls < 0 && num_parallel_calls != kAutotune) {
     return MakeErrorSource<U>("ParallelMap", absl::InvalidArgumentError(absl::StrCat(
@@ -569,9 +569,9 @@ auto MakeParallelMap(NodePtr<T> input, F f, int64_t num_parallel_calls, std::opt
                                                  num_parallel_calls)));
   }
   if (num_parallel_calls == 0 || num_parallel_calls == 1) {
-    return std::make_shared<MapNode<T, F>>(std::move(input), std::move(f), std::move(name));
+    return std::make_shared<MapNode<T, F>>(std::move(input), std::move(f), std::move(function));
   }
-  return std::make_shared<ParallelMapNode<T, F>>(std::move(input), std::move(f), std::move(name),
+  return std::make_shared<ParallelMapNode<T, F>>(std::move(input), std::move(f), std::move(function),
                                                  num_parallel_calls, deterministic);
 }
 

@@ -69,6 +69,13 @@ concept IsSerializedExamples = std::same_as<In, std::string> || std::same_as<In,
 namespace detail_parse {
 // "fixed=[label:int64[]=-1, ...], var=[tags:string]" for params().
 SLUICE_EXPORT std::string SpecString(const ParseSpec& spec);
+}  // namespace detail_parse
+
+// The spec as a lossless param (sluice/ops/graph.h), and back: InvalidArgument on bad bytes.
+SLUICE_EXPORT EncodedParam ParseSpecParam(const ParseSpec& spec);
+SLUICE_EXPORT absl::StatusOr<ParseSpec> DecodeParseSpec(std::string_view bytes);
+
+namespace detail_parse {
 // One record / one batch; errors carry the op name and element index.
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec,
                                                      int64_t index);
@@ -84,7 +91,7 @@ class ParseExampleNode final : public Node<ParsedExample> {
       : input_(std::move(input)), spec_(std::move(spec)) {}
   std::string_view op_name() const override { return "ParseExample"; }
   std::vector<Param> params() const override {
-    return {{"spec", detail_parse::SpecString(*spec_)}, {"batched", std::same_as<In, std::vector<std::string>>}};
+    return {{"spec", ParseSpecParam(*spec_)}, {"batched", std::same_as<In, std::vector<std::string>>}};
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }

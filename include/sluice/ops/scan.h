@@ -23,6 +23,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "sluice/ops/element_codec.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/user_function.h"
 
@@ -51,13 +53,26 @@ class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<
   static_assert(std::is_convertible_v<typename detail_scan::PairTraits<Result>::State, State>,
                 "Scan: the new state f returns must convert to the initial state's type");
 
-  ScanNode(NodePtr<T> input, State initial_state, F f, std::string function_name)
+  ScanNode(NodePtr<T> input, State initial_state, F f, FunctionParam function)
       : input_(std::move(input)),
         initial_state_(std::move(initial_state)),
         f_(std::move(f)),
-        function_name_(std::move(function_name)) {}
+        function_(std::move(function)) {}
   std::string_view op_name() const override { return "Scan"; }
-  std::vector<Param> params() const override { return {{"f", function_name_}}; }
+  // The initial state is a param when it has a codec (sluice/ops/element_codec.h).
+  std::vector<Param> params() const override {
+    std::vector<Param> p{{"f", function_}};
+    if constexpr (HasElementCodec<State>) {
+      EncodedParam state;
+      EncodeElement(initial_state_, &state.bytes);
+      state.display = absl::StrCat("<", state.bytes.size(), " bytes>");
+      p.push_back({"initial_state", std::move(state)});
+    }
+    return p;
+  }
+  std::string not_portable_reason() const override {
+    return HasElementCodec<State> ? "" : "its initial state has no ElementCodec (sluice/ops/element_codec.h)";
+  }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
@@ -99,7 +114,7 @@ class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<
   NodePtr<T> input_;
   State initial_state_;
   F f_;
-  std::string function_name_;
+  FunctionParam function_;
 };
 
 }  // namespace sluice::ops

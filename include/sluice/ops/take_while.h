@@ -16,10 +16,10 @@ namespace sluice::ops {
 template <class T, class P>
 class TakeWhileNode final : public Node<T> {
  public:
-  TakeWhileNode(NodePtr<T> input, P predicate, std::string function_name)
-      : input_(std::move(input)), predicate_(std::move(predicate)), function_name_(std::move(function_name)) {}
+  TakeWhileNode(NodePtr<T> input, P predicate, FunctionParam function)
+      : input_(std::move(input)), predicate_(std::move(predicate)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "TakeWhile"; }
-  std::vector<Param> params() const override { return {{"predicate", function_name_}}; }
+  std::vector<Param> params() const override { return {{"predicate", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
@@ -56,7 +56,7 @@ class TakeWhileNode final : public Node<T> {
 
   NodePtr<T> input_;
   P predicate_;
-  std::string function_name_;
+  FunctionParam function_;
 };
 
 }  // namespace sluice::ops
