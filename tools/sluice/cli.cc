@@ -11,12 +11,13 @@
 #include "sluice/io/tfrecord.h"
 #include "sluice/version.h"
 #include "tools/sluice/convert.h"
+#include "tools/sluice/graph_command.h"
 #include "tools/sluice/inspect.h"
 
 namespace sluice::tools {
 namespace {
 
-constexpr const char* kCommands[] = {"inspect", "convert", "help"};
+constexpr const char* kCommands[] = {"inspect", "convert", "graph", "help"};
 
 // CLI11 check functions: "" when the value is fine, else the message.
 std::string CheckCompression(const std::string& value, bool allow_auto) {
@@ -127,6 +128,14 @@ CLI::App* AddConvert(CLI::App& app, ConvertFlags* flags) {
   return cmd;
 }
 
+CLI::App* AddGraph(CLI::App& app, std::string* file) {
+  CLI::App* cmd = app.add_subcommand(
+      "graph", "print a serialized pipeline definition (sluice::Serialize) as text, with its fingerprint");
+  cmd->add_option("FILE", *file, "the serialized graph; - reads stdin")->type_name("")->required();
+  cmd->footer("exit status: 0 printed; 1 the file cannot be read or is not a valid graph; 2 bad usage.");
+  return cmd;
+}
+
 }  // namespace
 
 std::string VersionLine() {
@@ -139,7 +148,7 @@ std::string VersionLine() {
 }
 
 int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, int stdin_fd) {
-  CLI::App app("Coroutine-based TFRecord input pipelines: inspect and convert TFRecord files.", "sluice");
+  CLI::App app("Coroutine-based TFRecord input pipelines: inspect and convert TFRecord files, read pipeline graphs.", "sluice");
   app.set_version_flag("--version", VersionLine(), "print the version and exit");
   app.footer("Run 'sluice help COMMAND' or 'sluice COMMAND --help' for a command's options.");
 
@@ -147,6 +156,8 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CLI::App* inspect = AddInspect(app, &inspect_flags);
   ConvertFlags convert_flags;
   CLI::App* convert = AddConvert(app, &convert_flags);
+  std::string graph_file;
+  CLI::App* graph = AddGraph(app, &graph_file);
   // Listed for the help text; run below, before CLI11, which would take `help convert` for two commands.
   app.add_subcommand("help", "show this message, or 'sluice help COMMAND' for one command");
 
@@ -157,7 +168,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const std::string& first = args.front();
   if (!first.starts_with("-") &&
       std::find(std::begin(kCommands), std::end(kCommands), first) == std::end(kCommands)) {
-    err << "sluice: unknown command \"" << first << "\" (commands: inspect, convert, help)\n"
+    err << "sluice: unknown command \"" << first << "\" (commands: inspect, convert, graph, help)\n"
         << "Run 'sluice help' for usage.\n";
     return kUsageError;
   }
@@ -171,16 +182,16 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
       err << "sluice help: takes one COMMAND, got " << args.size() - 1 << " arguments\n";
       return kUsageError;
     }
-    if (topic == "inspect" || topic == "convert") {
+    if (topic == "inspect" || topic == "convert" || topic == "graph") {
       out << app.get_subcommand(topic)->help(app.get_name());
       return 0;
     }
     if (topic == "help" || topic == "--help" || topic == "-h") {
       out << "Usage: sluice help [COMMAND]\nShows the commands, or the options of COMMAND (inspect, "
-             "convert).\n";
+             "convert, graph).\n";
       return 0;
     }
-    err << "sluice help: unknown command \"" << topic << "\" (commands: inspect, convert, help)\n";
+    err << "sluice help: unknown command \"" << topic << "\" (commands: inspect, convert, graph, help)\n";
     return kUsageError;
   }
   try {
@@ -214,6 +225,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
         convert_flags.gzip ? Compression::kGzip : *CompressionFlag(convert_flags.compression);
     return RunConvert(options, out, err);
   }
+  if (graph->parsed()) return RunGraph(graph_file, out, err, stdin_fd);
   err << TopLevelHelp(app);
   return kUsageError;
 }

@@ -4,6 +4,7 @@
 //   sluice inspect [--json | --dump [--records A:B]] [--all] [--compression C] FILE...
 //   sluice convert fashion-mnist --out DIR [--shards N] [--test-shards N] [--compression C | --gzip]
 //                                [--limit N] [--source DIR] [--force]
+//   sluice graph FILE|-
 //   sluice help [COMMAND]
 //   sluice --version | --help
 //
