@@ -18,6 +18,7 @@
 
 #include "sluice/export.h"
 #include "sluice/ops/element_type.h"
+#include "sluice/ops/iterator_state.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -67,6 +68,9 @@ struct IteratorContext {
     int64_t index = 0;
   };
   FileShard file_shard;
+  // Seeds drawn for unseeded ops, pass counters and memory caches of this iterator: never null, never
+  // shared with another iterator (sluice/ops/iterator_state.h).
+  std::shared_ptr<IteratorState> state = std::make_shared<IteratorState>();
   // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
   mutable std::mutex tuner_mu;
   mutable std::shared_ptr<Tuner> tuner;
