@@ -1,11 +1,19 @@
 #include "sluice/ops/file_sources.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 #include "sluice/ops/dataset.h"
@@ -16,6 +24,8 @@ namespace sluice {
 namespace {
 
 using test_ops::Collect;
+using test_ops::Values;
+using ::testing::HasSubstr;
 
 std::string Shared(const std::string& relative) { return testing_util::SharedTFRecord(relative); }
 
@@ -79,6 +89,61 @@ TEST(EndToEndTest, TaxiShardsThroughInterleaveParseShuffleBatch) {
   }
   EXPECT_EQ(records, 2 * 9909);
   EXPECT_EQ(batches, 2 * ((9909 + 255) / 256));
+}
+
+// ListFiles over `n` names that need not exist (the node takes matched names; nothing opens them).
+Dataset<std::string> Listed(int n, bool shuffle, std::optional<uint64_t> seed) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back(absl::StrCat("/data/shard-", 10000 + i));
+  return Dataset<std::string>(std::make_shared<ops::ListFilesNode>(std::move(names), shuffle, seed));
+}
+
+// The pass counter belongs to the iterator (issue #12): every iterator of a seeded ListFiles lists the
+// same orders, at once or one after another, and its epochs still differ.
+TEST(ListFilesTest, IteratorsOfOneDefinitionListTheSameOrders) {
+  auto ds = Listed(200, /*shuffle=*/true, /*seed=*/4).Repeat(2);
+  std::vector<std::string> alone = Values(ds);
+  ASSERT_EQ(alone.size(), 400u);
+  EXPECT_NE(std::vector<std::string>(alone.begin(), alone.begin() + 200),
+            std::vector<std::string>(alone.begin() + 200, alone.end()));
+  EXPECT_EQ(Values(ds), alone);
+  // Interleaved Next calls on this thread.
+  Iterator<std::string> a = ds.MakeIterator();
+  Iterator<std::string> b = ds.MakeIterator();
+  std::vector<std::string> from_a, from_b;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    absl::StatusOr<std::optional<std::string>> x = a.NextBlocking();
+    absl::StatusOr<std::optional<std::string>> y = b.NextBlocking();
+    ASSERT_TRUE(x.ok() && x->has_value() && y.ok() && y->has_value());
+    from_a.push_back(**x);
+    from_b.push_back(**y);
+  }
+  EXPECT_EQ(from_a, alone);
+  EXPECT_EQ(from_b, alone);
+  // And on two threads, the names feeding parallel work.
+  auto parallel = Listed(200, true, 4).Map([](std::string s) { return s; }, 2).Repeat(2).Prefetch(2);
+  std::vector<std::vector<std::string>> got(2);
+  std::thread t0([&] { got[0] = Values(parallel); });
+  std::thread t1([&] { got[1] = Values(parallel); });
+  t0.join();
+  t1.join();
+  EXPECT_EQ(got[0], alone);
+  EXPECT_EQ(got[1], alone);
+}
+
+TEST(ListFilesTest, UnseededDrawsItsSeedPerIterator) {
+  auto ds = Listed(1000, /*shuffle=*/true, std::nullopt);
+  std::vector<Param> params = ds.node()->params();
+  for (const Param& p : params) EXPECT_NE(p.name, "seed");
+  std::vector<std::string> first = Values(ds);
+  std::vector<std::string> second = Values(ds);
+  ASSERT_EQ(first.size(), 1000u);
+  EXPECT_EQ(std::set<std::string>(first.begin(), first.end()), std::set<std::string>(second.begin(), second.end()));
+  EXPECT_NE(first, second);  // two uniform orders of 1000 names agree with probability 1/1000!
+  // Without a shuffle every iterator lists the sorted names.
+  std::vector<std::string> sorted = Values(Listed(50, false, std::nullopt));
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  EXPECT_EQ(Values(Listed(50, false, std::nullopt)), sorted);
 }
 
 }  // namespace

@@ -178,9 +178,10 @@ class DistributedState {
   using Item = absl::StatusOr<B>;
   enum Access : int { kUnclaimed = 0, kWholeStep = 1, kPerReplica = 2 };
 
-  DistributedState(NodePtr<B> node, DistributeConfig config)
+  // first_pass: the pass number the pipeline's ops start at (IteratorState), the iterator's epoch.
+  DistributedState(NodePtr<B> node, DistributeConfig config, uint64_t first_pass)
       : config_(std::move(config)),
-        context_(MakeContext(config_)),
+        context_(MakeContext(config_, first_pass)),
         queues_(config_.replicas_per_worker, config_.capacity, context_->pool) {
     if (config_.status.ok()) input_.emplace(node->MakeStream(context_), context_);
     if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
@@ -256,8 +257,9 @@ class DistributedState {
     std::vector<distribute::RebatchPlan::Range> ranges;
   };
 
-  static IteratorContextPtr MakeContext(const DistributeConfig& config) {
+  static IteratorContextPtr MakeContext(const DistributeConfig& config, uint64_t first_pass) {
     auto context = std::make_shared<IteratorContext>();
+    context->state = std::make_shared<IteratorState>(first_pass);
     context->options = config.iterator_options;
     if (config.iterator_options.thread_pool_size > 0) {
       context->private_pool = std::make_shared<ThreadPool>(config.iterator_options.thread_pool_size);
@@ -654,8 +656,12 @@ class DistributedIterator {
   absl::Status status_;
 };
 
-// A dataset distributed over a strategy's replicas. Immutable and cheap to copy; every MakeIterator()
-// starts a new pass (epoch) with its own producer.
+// A dataset distributed over a strategy's replicas. Cheap to copy; every MakeIterator() starts a new pass
+// (epoch) with its own producer. Epochs are counted: the k-th MakeIterator (over any copy) starts the
+// pipeline's ops at pass k (IteratorState's first_pass, sluice/ops/iterator_state.h), so a seeded
+// reshuffling Shuffle or ListFiles gives epoch k the order a Repeat would give its k-th epoch, and a
+// training loop that makes one iterator per epoch sees a new order each epoch. Iterators running at once
+// still have their own state: none perturbs another.
 template <class B>
 class DistributedDataset {
  public:
@@ -663,7 +669,8 @@ class DistributedDataset {
       : node_(std::move(node)), config_(std::make_shared<const detail::DistributeConfig>(std::move(config))) {}
 
   DistributedIterator<B> MakeIterator() const {
-    return DistributedIterator<B>(std::make_shared<detail::DistributedState<B>>(node_, *config_));
+    const uint64_t epoch = epochs_->fetch_add(1, std::memory_order_relaxed);
+    return DistributedIterator<B>(std::make_shared<detail::DistributedState<B>>(node_, *config_, epoch));
   }
 
   // Global steps an iterator of this worker yields: the input's batches (one step each; with OFF or FILE
@@ -687,7 +694,7 @@ class DistributedDataset {
   sluice::ElementSpec element_spec() const {
     detail::DistributeConfig alone = *config_;
     alone.agreement = nullptr;
-    DistributedIterator<B> it(std::make_shared<detail::DistributedState<B>>(node_, std::move(alone)));
+    DistributedIterator<B> it(std::make_shared<detail::DistributedState<B>>(node_, std::move(alone), 0));
     return it.ElementSpec();
   }
 
@@ -720,6 +727,7 @@ class DistributedDataset {
  private:
   NodePtr<B> node_;
   std::shared_ptr<const detail::DistributeConfig> config_;
+  std::shared_ptr<std::atomic<uint64_t>> epochs_ = std::make_shared<std::atomic<uint64_t>>(0);  // iterators made
 };
 
 }  // namespace sluice

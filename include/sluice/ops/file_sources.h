@@ -1,8 +1,10 @@
 // File sources.
 // ListFiles(patterns, shuffle, seed): the files matching the glob patterns, as tf.data.Dataset.list_files:
-//   sorted and de-duplicated, then (shuffle, the default) shuffled with a buffer of all names and a new
-//   order per pass unless seeded without reshuffling. Patterns are expanded when the dataset is defined;
-//   when nothing matches, the dataset's one element is InvalidArgument naming the patterns.
+//   sorted and de-duplicated, then (shuffle, the default) shuffled with a buffer of all names, a new order
+//   for each pass of an iterator (Shuffle's orders: pass numbers, and the seed of an unseeded ListFiles,
+//   are the iterator's own, sluice/ops/iterator_state.h, so every iterator of a seeded ListFiles lists the
+//   same sequence of orders and iterators never perturb each other). Patterns are expanded when the
+//   dataset is defined; when nothing matches, the dataset's one element is InvalidArgument naming them.
 // TFRecord(files, compression): the records of each file in turn, as std::string, through io/'s
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
 //   offset (see sluice/io/record_readers.h). TextLines(files, compression): the lines of each file.
@@ -22,7 +24,9 @@
 //   MakeStreamAt(context, {i, offset}) reads file i from that offset (as the readers' start_offset:
 //   a bad offset is the reader's error element for that file, naming it, and reading goes on with the
 //   next file), then the files after it. ListFiles: {index in this pass's order, pass}; MakeStreamAt
-//   rebuilds that pass's order (the same shuffle) from the index on, and later passes continue after it.
+//   rebuilds that pass's order (the same shuffle) from the index on, and the iterator's later passes
+//   continue after it. Unseeded, the order also depends on the seed the iterator drew: resume within the
+//   iterator whose position it was (or, later, one whose IteratorState was restored).
 //   An index outside the list is InvalidArgument, the stream's one element.
 //
 //   auto node = std::make_shared<RecordFileNode>(files, RecordFormat::kTFRecord, Compression::kGzip);
@@ -36,9 +40,7 @@
 #define SLUICE_OPS_FILE_SOURCES_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -108,7 +110,8 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
 class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
                                           public FileListSource,
-                                          public PositionedSource<std::string> {
+                                          public PositionedSource<std::string>,
+                                          public std::enable_shared_from_this<ListFilesNode> {
  public:
   ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed);
   std::string_view op_name() const override { return "ListFiles"; }
@@ -121,21 +124,12 @@ class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
   const std::vector<std::string>& files() const override { return files_; }
 
  private:
-  // The names one shard (or the whole list) reads, and its pass counter (a new order per epoch).
-  struct Share {
-    std::shared_ptr<const std::vector<std::string>> names;
-    uint64_t passes = 0;
-  };
   std::unique_ptr<Stream<std::string>> MakeNameStream(const IteratorContext& context,
                                                       std::optional<SourcePosition> position) const;
 
   std::vector<std::string> files_;
   bool shuffle_;
-  uint64_t seed_;  // drawn at definition when none was given, as Shuffle does
-  bool seeded_;
-  // Keyed by (num_shards, index), {1, 0} for the whole list; made on first use.
-  mutable std::mutex mutex_;
-  mutable std::map<std::pair<int64_t, int64_t>, Share> shares_;
+  std::optional<uint64_t> seed_;  // nullopt: drawn per iterator
 };
 
 }  // namespace sluice::ops
