@@ -159,7 +159,7 @@ struct DistributeConfig {
   std::optional<int64_t> static_batch;
   AutoShardPolicy requested_policy = AutoShardPolicy::kAuto;
   AutoShardPolicy applied_policy = AutoShardPolicy::kOff;
-  const OpNode* file_source = nullptr;  // kFile: the node to shard (kept alive by the dataset's node)
+  std::string file_source_path;  // kFile: the node to shard, by node path from the dataset's root
   int64_t num_files = 0;
   // kRebatch: how input batches are cut. With DATA the plan is (1 worker, N replicas) and this worker
   // keeps ranges [piece_offset, piece_offset + replicas_per_worker) of each step.
@@ -180,8 +180,8 @@ class DistributedState {
 
   // first_pass: the pass number the pipeline's ops start at (IteratorState), the iterator's epoch.
   DistributedState(NodePtr<B> node, DistributeConfig config, uint64_t first_pass)
-      : config_(std::move(config)),
-        context_(MakeContext(config_, first_pass)),
+      : config_(ResolveShard(std::move(config), *node)),
+        context_(MakeContext(config_, *node, first_pass)),
         queues_(config_.replicas_per_worker, config_.capacity, context_->pool) {
     if (config_.status.ok()) input_.emplace(node->MakeStream(context_), context_);
     if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
@@ -257,7 +257,17 @@ class DistributedState {
     std::vector<distribute::RebatchPlan::Range> ranges;
   };
 
-  static IteratorContextPtr MakeContext(const DistributeConfig& config, uint64_t first_pass) {
+  // A FILE shard path that does not name a file source of this root (a configuration made for another
+  // graph) is the iterator's one error step.
+  static DistributeConfig ResolveShard(DistributeConfig config, const OpNode& root) {
+    if (config.status.ok() && !config.file_source_path.empty()) {
+      absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(root, config.file_source_path);
+      if (!target.ok()) config.status = target.status();
+    }
+    return config;
+  }
+
+  static IteratorContextPtr MakeContext(const DistributeConfig& config, const OpNode& root, uint64_t first_pass) {
     auto context = std::make_shared<IteratorContext>();
     context->state = std::make_shared<IteratorState>(first_pass);
     context->options = config.iterator_options;
@@ -267,8 +277,11 @@ class DistributedState {
     } else {
       context->pool = &ThreadPool::Default();
     }
-    if (config.file_source != nullptr) {
-      context->file_shard = {config.file_source, config.num_workers, config.worker_index};
+    if (config.status.ok() && !config.file_source_path.empty()) {
+      // ResolveShard has checked the path against this root.
+      context->file_shard = {config.file_source_path,
+                             *distribute::ResolveFileSource(root, config.file_source_path), config.num_workers,
+                             config.worker_index};
     }
     return context;
   }
@@ -706,8 +719,10 @@ class DistributedDataset {
                                    " replicas_per_worker=", c.replicas_per_worker, " auto_shard_policy=",
                                    AutoShardPolicyName(c.requested_policy), " applied=",
                                    AutoShardPolicyName(c.applied_policy));
-    if (c.file_source != nullptr) {
-      absl::StrAppend(&out, " (", std::string(c.file_source->op_name()), ": ", c.num_files, " files)");
+    if (!c.file_source_path.empty()) {
+      absl::StatusOr<const OpNode*> source = distribute::ResolveFileSource(*node_, c.file_source_path);
+      absl::StrAppend(&out, " (", source.ok() ? std::string((*source)->op_name()) : c.file_source_path, ": ",
+                      c.num_files, " files)");
     }
     if (c.mode == detail::DistributeMode::kFromFunction) {
       absl::StrAppend(&out, " input=from_function");

@@ -33,9 +33,10 @@
 //   std::unique_ptr<Stream<std::string>> stream = node->MakeStream(context);
 //   ... deliver some elements; SourcePosition saved = *stream->position();
 //   std::unique_ptr<Stream<std::string>> resumed = node->MakeStreamAt(context, saved);  // the rest
-// Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) finds it in the graph and tells
-// it through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
-// so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
+// Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) names
+// it by its node path and tells it through IteratorContext::file_shard to keep files i with
+// i mod num_shards == index (ListFiles does so on the sorted list, before its shuffle, so the workers'
+// shares are disjoint whatever the seed).
 #ifndef SLUICE_OPS_FILE_SOURCES_H_
 #define SLUICE_OPS_FILE_SOURCES_H_
 

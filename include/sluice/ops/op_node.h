@@ -60,9 +60,12 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
-  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source `target` keeps files i with
-  // i mod num_shards == index when it makes its stream. Other nodes ignore it.
+  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source at `path` (a node path,
+  // sluice/ops/node_path.h) keeps files i with i mod num_shards == index when it makes its stream.
+  // `target` is `path` resolved against this iterator's root when the iterator was made (a node does not
+  // know its own path); other nodes ignore it.
   struct FileShard {
+    std::string path;
     const OpNode* target = nullptr;
     int64_t num_shards = 1;
     int64_t index = 0;
