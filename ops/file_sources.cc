@@ -22,8 +22,13 @@ namespace {
 class RecordFileStream final : public Stream<std::string> {
  public:
   RecordFileStream(const std::string& op, std::vector<std::string> files, RecordFormat format,
-                   Compression compression, FixedLengthLayout layout, SourcePosition start)
-      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout), position_(start) {
+                   Compression compression, FixedLengthLayout layout, ReadMode read_mode, SourcePosition start)
+      : files_(std::move(files)),
+        format_(format),
+        compression_(compression),
+        layout_(layout),
+        read_mode_(read_mode),
+        position_(start) {
     const int64_t count = static_cast<int64_t>(files_.size());
     if (start.index < 0 || start.index > count || (start.index == count && start.offset != 0)) {
       stash_ = absl::InvalidArgumentError(absl::StrCat(op, ": cannot start at position {", start.index, ", ",
@@ -73,6 +78,7 @@ class RecordFileStream final : public Stream<std::string> {
   void OpenReader() {
     const std::string& file = files_[static_cast<size_t>(position_.index)];
     ReadOptions io;
+    io.mode = read_mode_;
     io.position = reader_position_;
     if (format_ == RecordFormat::kTFRecord) {
       TFRecordReaderOptions options;
@@ -107,6 +113,7 @@ class RecordFileStream final : public Stream<std::string> {
   RecordFormat format_;
   Compression compression_;
   FixedLengthLayout layout_;
+  ReadMode read_mode_;
   SourcePosition position_;     // of the next element delivered
   SourcePosition after_stash_;  // position_ once stash_ is delivered
   std::optional<absl::StatusOr<std::string>> stash_;
@@ -193,14 +200,33 @@ absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::strin
   return files;
 }
 
+std::string_view ReadModeName(ReadMode mode) {
+  switch (mode) {
+    case ReadMode::kAuto:
+      return "auto";
+    case ReadMode::kRead:
+      return "read";
+    case ReadMode::kMmap:
+      return "mmap";
+  }
+  return "?";
+}
+
+absl::StatusOr<ReadMode> ParseReadMode(std::string_view name) {
+  for (ReadMode mode : {ReadMode::kAuto, ReadMode::kRead, ReadMode::kMmap}) {
+    if (name == ReadModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown read mode '", std::string(name), "' (auto, read or mmap)"));
+}
+
 std::vector<Param> RecordFileNode::params() const {
-  std::string names = absl::StrJoin(files_, ",");
-  std::vector<Param> params = {{"files", names}, {"compression", std::string(CompressionName(compression_))}};
+  std::vector<Param> params = {{"files", files_}, {"compression", std::string(CompressionName(compression_))}};
   if (format_ == RecordFormat::kFixedLength) {
     params.push_back({"record_bytes", static_cast<int64_t>(layout_.record_bytes)});
     params.push_back({"header_bytes", static_cast<int64_t>(layout_.header_bytes)});
     params.push_back({"footer_bytes", static_cast<int64_t>(layout_.footer_bytes)});
   }
+  params.push_back({"read_mode", std::string(ReadModeName(read_mode_))});
   return params;
 }
 
@@ -211,7 +237,7 @@ std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextP
 std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStreamAt(IteratorContextPtr context,
                                                                   SourcePosition position) const {
   return std::make_unique<RecordFileStream>(std::string(op_name()), FilesForContext(this, files_, *context), format_,
-                                            compression_, layout_, position);
+                                            compression_, layout_, read_mode_, position);
 }
 
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
@@ -229,7 +255,7 @@ ListFilesNode::ListFilesNode(std::vector<std::string> files, bool shuffle, std::
     : files_(std::move(files)), shuffle_(shuffle), seed_(seed) {}
 
 std::vector<Param> ListFilesNode::params() const {
-  std::vector<Param> p = {{"files", absl::StrJoin(files_, ",")}, {"shuffle", shuffle_}};
+  std::vector<Param> p = {{"files", files_}, {"shuffle", shuffle_}};
   if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});
   return p;
 }

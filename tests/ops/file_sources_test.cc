@@ -146,5 +146,70 @@ TEST(ListFilesTest, UnseededDrawsItsSeedPerIterator) {
   EXPECT_EQ(Values(Listed(50, false, std::nullopt)), sorted);
 }
 
+// Params describe the sources completely: file lists are lists, so no character in a path is lost.
+TEST(FileSourceParamsTest, FileListsAreListsAndEveryParamIsThere) {
+  std::vector<std::string> files = {"/data/a,b.tfrecord", "/data/c d.tfrecord", "/data/\"quoted\""};
+  auto tfrecord = TFRecord(files, Compression::kGzip);
+  std::vector<Param> params = tfrecord.node()->params();
+  ASSERT_EQ(params.size(), 3u);
+  EXPECT_EQ(params[0].name, "files");
+  EXPECT_EQ(std::get<std::vector<std::string>>(params[0].value), files);
+  EXPECT_EQ(params[1].name, "compression");
+  EXPECT_EQ(std::get<std::string>(params[1].value), "GZIP");
+  EXPECT_EQ(params[2].name, "read_mode");
+  EXPECT_EQ(std::get<std::string>(params[2].value), "auto");
+
+  params = FixedLengthRecords(files, 8, 2, 3).node()->params();
+  ASSERT_EQ(params.size(), 6u);
+  EXPECT_EQ(std::get<std::vector<std::string>>(params[0].value), files);
+  EXPECT_EQ(params[2].name, "record_bytes");
+  EXPECT_EQ(std::get<int64_t>(params[2].value), 8);
+  EXPECT_EQ(std::get<int64_t>(params[3].value), 2);
+  EXPECT_EQ(params[4].name, "footer_bytes");
+  EXPECT_EQ(std::get<int64_t>(params[4].value), 3);
+  EXPECT_EQ(std::get<std::string>(params[5].value), "auto");
+
+  params = ops::ListFilesNode(files, /*shuffle=*/true, /*seed=*/9).params();
+  ASSERT_EQ(params.size(), 3u);
+  EXPECT_EQ(std::get<std::vector<std::string>>(params[0].value), files);
+  EXPECT_EQ(params[1].name, "shuffle");
+  EXPECT_TRUE(std::get<bool>(params[1].value));
+  EXPECT_EQ(params[2].name, "seed");
+  EXPECT_EQ(std::get<int64_t>(params[2].value), 9);
+  EXPECT_EQ(ops::ListFilesNode(files, false, std::nullopt).params().size(), 2u);
+
+  // DebugString stays readable: a long list is elided, the params keep every name.
+  std::vector<std::string> many;
+  for (int i = 0; i < 500; ++i) many.push_back(absl::StrCat("/data/train-", i, ".tfrecord"));
+  auto big = TFRecord(many);
+  std::string debug = big.DebugString();
+  EXPECT_THAT(debug, HasSubstr("TFRecord(files=[\"/data/train-0.tfrecord\", "));
+  EXPECT_THAT(debug, HasSubstr("... (500 in all)], compression=\"\", read_mode=\"auto\")"));
+  EXPECT_LT(debug.size(), 400u) << debug;
+  EXPECT_EQ(std::get<std::vector<std::string>>(big.node()->params()[0].value), many);
+}
+
+TEST(FileSourceParamsTest, ReadModeIsAParamAndEveryModeReads) {
+  EXPECT_EQ(ops::ReadModeName(ReadMode::kAuto), "auto");
+  EXPECT_EQ(ops::ReadModeName(ReadMode::kRead), "read");
+  EXPECT_EQ(ops::ReadModeName(ReadMode::kMmap), "mmap");
+  for (ReadMode mode : {ReadMode::kAuto, ReadMode::kRead, ReadMode::kMmap}) {
+    absl::StatusOr<ReadMode> parsed = ops::ParseReadMode(ops::ReadModeName(mode));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, mode);
+  }
+  absl::StatusOr<ReadMode> bad = ops::ParseReadMode("MMAP");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("'MMAP'"));
+
+  std::vector<std::string> files = {Shared("beam_foo.tfrecord"), Shared("beam_foo_bar.tfrecord")};
+  for (ReadMode mode : {ReadMode::kRead, ReadMode::kMmap}) {
+    auto node = std::make_shared<ops::RecordFileNode>(files, ops::RecordFormat::kTFRecord, Compression::kNone,
+                                                      ops::FixedLengthLayout{}, mode);
+    EXPECT_EQ(std::get<std::string>(node->params().back().value), ops::ReadModeName(mode));
+    EXPECT_EQ(Values(Dataset<std::string>(node)), (std::vector<std::string>{"foo", "foo", "bar"}));
+  }
+}
+
 }  // namespace
 }  // namespace sluice

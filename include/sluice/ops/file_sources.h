@@ -8,7 +8,11 @@
 // TFRecord(files, compression): the records of each file in turn, as std::string, through io/'s
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
 //   offset (see sluice/io/record_readers.h). TextLines(files, compression): the lines of each file.
-//   Cardinality: unknown.
+//   Cardinality: unknown. A RecordFileNode's read_mode (default ReadMode::kAuto, the readers' default)
+//   goes to the readers' ReadOptions::mode (sluice/io/sequential_reader.h).
+// Params describe each node completely: files as a list of strings (any character survives, commas
+//   too), compression ("", "GZIP", "ZLIB"), read_mode ("auto", "read", "mmap"), FixedLengthRecords'
+//   record_bytes / header_bytes / footer_bytes; ListFiles' files, shuffle, and seed only when seeded.
 // FixedLengthRecords(files, record_bytes, header_bytes, footer_bytes, compression), as
 //   tf.data.FixedLengthRecordDataset: per file, skip header_bytes, then records of record_bytes each until
 //   footer_bytes remain (skipped); with compression these apply to the decompressed stream. Through io/'s
@@ -44,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,6 +58,7 @@
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/stream.h"
+#include "sluice/io/sequential_reader.h"
 #include "sluice/io/tfrecord.h"
 
 namespace sluice::ops {
@@ -61,6 +67,11 @@ namespace sluice::ops {
 SLUICE_EXPORT absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
 
 enum class RecordFormat { kTFRecord, kTextLines, kFixedLength };
+
+// "auto", "read", "mmap": a RecordFileNode's read_mode param.
+SLUICE_EXPORT std::string_view ReadModeName(ReadMode mode);
+// The inverse of ReadModeName; InvalidArgument naming `name` for anything else.
+SLUICE_EXPORT absl::StatusOr<ReadMode> ParseReadMode(std::string_view name);
 
 // FixedLengthRecords' layout (unused by the other formats).
 struct FixedLengthLayout {
@@ -87,8 +98,9 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
                                            public PositionedSource<std::string> {
  public:
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
-                 FixedLengthLayout layout = {})
-      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout) {}
+                 FixedLengthLayout layout = {}, ReadMode read_mode = ReadMode::kAuto)
+      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout),
+        read_mode_(read_mode) {}
   std::string_view op_name() const override {
     constexpr std::string_view kNames[] = {"TFRecord", "TextLines", "FixedLengthRecords"};
     return kNames[static_cast<int>(format_)];
@@ -106,6 +118,7 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
   RecordFormat format_;
   Compression compression_;
   FixedLengthLayout layout_;
+  ReadMode read_mode_;
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
