@@ -6,8 +6,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/ops/file_sources.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/ops/file_sources.h"
+#include "sluice/ops/node_path.h"
 
 namespace sluice {
 
@@ -173,16 +174,6 @@ std::optional<V> ParamAs(const std::vector<Param>& params, std::string_view name
   return std::nullopt;
 }
 
-const OpNode* FindFileSourceFrom(const OpNode& node, int depth) {
-  if (dynamic_cast<const ops::FileListSource*>(&node) != nullptr) return &node;
-  if (depth > 10000) return nullptr;  // a pathological graph: give up rather than overflow the stack
-  for (const std::shared_ptr<const OpNode>& input : node.inputs()) {
-    if (input == nullptr) continue;
-    if (const OpNode* found = FindFileSourceFrom(*input, depth + 1)) return found;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
@@ -204,7 +195,38 @@ std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
   return std::nullopt;
 }
 
-const OpNode* FindFileSource(const OpNode& root) { return FindFileSourceFrom(root, 0); }
+std::optional<std::string> FindFileSourcePath(const OpNode& root) {
+  std::optional<std::string> found;
+  ForEachNodePath(root, [&found](const OpNode& node, const std::string& path) {
+    if (dynamic_cast<const ops::FileListSource*>(&node) == nullptr) return true;
+    found = path;
+    return false;
+  });
+  return found;
+}
+
+const OpNode* FindFileSource(const OpNode& root) {
+  const OpNode* found = nullptr;
+  ForEachNodePath(root, [&found](const OpNode& node, const std::string&) {
+    if (dynamic_cast<const ops::FileListSource*>(&node) == nullptr) return true;
+    found = &node;
+    return false;
+  });
+  return found;
+}
+
+absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_view path) {
+  absl::StatusOr<const OpNode*> node = FindNodeByPath(root, path);
+  if (!node.ok()) {
+    return absl::Status(node.status().code(), absl::StrCat("auto-shard FILE: ", node.status().message()));
+  }
+  if (dynamic_cast<const ops::FileListSource*>(*node) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("auto-shard FILE: the node at path '", std::string(path),
+                                                      "' is ", std::string((*node)->op_name()),
+                                                      ", not a file-based source"));
+  }
+  return *node;
+}
 
 absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested, int num_workers) {
   ShardDecision decision;
@@ -213,8 +235,8 @@ absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPol
     decision.applied = AutoShardPolicy::kData;
     return decision;
   }
-  const OpNode* source = FindFileSource(root);
-  if (source == nullptr) {
+  std::optional<std::string> path = FindFileSourcePath(root);
+  if (!path.has_value()) {
     if (requested == AutoShardPolicy::kAuto) {
       decision.applied = AutoShardPolicy::kData;
       return decision;
@@ -223,15 +245,18 @@ absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPol
         "AutoShardPolicy FILE: no file-based source (ListFiles, TFRecord, TextLines) in the dataset; set "
         "auto_shard_policy to DATA to shard by element");
   }
-  int64_t num_files = static_cast<int64_t>(dynamic_cast<const ops::FileListSource*>(source)->files().size());
+  absl::StatusOr<const OpNode*> source = ResolveFileSource(root, *path);
+  if (!source.ok()) return source.status();
+  int64_t num_files = static_cast<int64_t>(dynamic_cast<const ops::FileListSource*>(*source)->files().size());
   if (num_files < num_workers) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "AutoShardPolicy ", AutoShardPolicyName(requested), ": the dataset's ", std::string(source->op_name()), " source has ",
+        "AutoShardPolicy ", AutoShardPolicyName(requested), ": the dataset's ", std::string((*source)->op_name()),
+        " source has ",
         num_files, " file(s), fewer than the ", num_workers,
         " workers; set auto_shard_policy to DATA, or split the input into at least as many files as workers"));
   }
   decision.applied = AutoShardPolicy::kFile;
-  decision.file_source = source;
+  decision.file_source_path = std::move(*path);
   decision.num_files = num_files;
   return decision;
 }

@@ -22,8 +22,13 @@ namespace {
 class RecordFileStream final : public Stream<std::string> {
  public:
   RecordFileStream(const std::string& op, std::vector<std::string> files, RecordFormat format,
-                   Compression compression, FixedLengthLayout layout, SourcePosition start)
-      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout), position_(start) {
+                   Compression compression, FixedLengthLayout layout, ReadMode read_mode, SourcePosition start)
+      : files_(std::move(files)),
+        format_(format),
+        compression_(compression),
+        layout_(layout),
+        read_mode_(read_mode),
+        position_(start) {
     const int64_t count = static_cast<int64_t>(files_.size());
     if (start.index < 0 || start.index > count || (start.index == count && start.offset != 0)) {
       stash_ = absl::InvalidArgumentError(absl::StrCat(op, ": cannot start at position {", start.index, ", ",
@@ -73,6 +78,7 @@ class RecordFileStream final : public Stream<std::string> {
   void OpenReader() {
     const std::string& file = files_[static_cast<size_t>(position_.index)];
     ReadOptions io;
+    io.mode = read_mode_;
     io.position = reader_position_;
     if (format_ == RecordFormat::kTFRecord) {
       TFRecordReaderOptions options;
@@ -107,6 +113,7 @@ class RecordFileStream final : public Stream<std::string> {
   RecordFormat format_;
   Compression compression_;
   FixedLengthLayout layout_;
+  ReadMode read_mode_;
   SourcePosition position_;     // of the next element delivered
   SourcePosition after_stash_;  // position_ once stash_ is delivered
   std::optional<absl::StatusOr<std::string>> stash_;
@@ -119,8 +126,7 @@ class RecordFileStream final : public Stream<std::string> {
 // The order ShuffleNode gives `n` names with a buffer of all of them, in pass `pass` (ListFiles has always
 // shuffled that way; the order is rebuilt here so that a pass can be started at any index).
 std::vector<size_t> ShuffledOrder(size_t n, uint64_t seed, uint64_t pass) {
-  SplitMix64 mix(seed ^ (pass * 0xd1b54a32d192ed03ULL));
-  SplitMix64 rng(mix.Next());
+  SplitMix64 rng(ShufflePassSeed(seed, pass));
   std::vector<size_t> buffer(n);
   std::iota(buffer.begin(), buffer.end(), size_t{0});
   std::vector<size_t> order;
@@ -194,14 +200,33 @@ absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::strin
   return files;
 }
 
+std::string_view ReadModeName(ReadMode mode) {
+  switch (mode) {
+    case ReadMode::kAuto:
+      return "auto";
+    case ReadMode::kRead:
+      return "read";
+    case ReadMode::kMmap:
+      return "mmap";
+  }
+  return "?";
+}
+
+absl::StatusOr<ReadMode> ParseReadMode(std::string_view name) {
+  for (ReadMode mode : {ReadMode::kAuto, ReadMode::kRead, ReadMode::kMmap}) {
+    if (name == ReadModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown read mode '", std::string(name), "' (auto, read or mmap)"));
+}
+
 std::vector<Param> RecordFileNode::params() const {
-  std::string names = absl::StrJoin(files_, ",");
-  std::vector<Param> params = {{"files", names}, {"compression", std::string(CompressionName(compression_))}};
+  std::vector<Param> params = {{"files", files_}, {"compression", std::string(CompressionName(compression_))}};
   if (format_ == RecordFormat::kFixedLength) {
     params.push_back({"record_bytes", static_cast<int64_t>(layout_.record_bytes)});
     params.push_back({"header_bytes", static_cast<int64_t>(layout_.header_bytes)});
     params.push_back({"footer_bytes", static_cast<int64_t>(layout_.footer_bytes)});
   }
+  params.push_back({"read_mode", std::string(ReadModeName(read_mode_))});
   return params;
 }
 
@@ -212,7 +237,7 @@ std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextP
 std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStreamAt(IteratorContextPtr context,
                                                                   SourcePosition position) const {
   return std::make_unique<RecordFileStream>(std::string(op_name()), FilesForContext(this, files_, *context), format_,
-                                            compression_, layout_, position);
+                                            compression_, layout_, read_mode_, position);
 }
 
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
@@ -227,11 +252,11 @@ std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<s
 }
 
 ListFilesNode::ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed)
-    : files_(std::move(files)), shuffle_(shuffle), seed_(seed ? *seed : RandomSeed()), seeded_(seed.has_value()) {}
+    : files_(std::move(files)), shuffle_(shuffle), seed_(seed) {}
 
 std::vector<Param> ListFilesNode::params() const {
-  std::vector<Param> p = {{"files", absl::StrJoin(files_, ",")}, {"shuffle", shuffle_}};
-  if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+  std::vector<Param> p = {{"files", files_}, {"shuffle", shuffle_}};
+  if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});
   return p;
 }
 
@@ -246,30 +271,25 @@ std::unique_ptr<Stream<std::string>> ListFilesNode::MakeStreamAt(IteratorContext
 
 std::unique_ptr<Stream<std::string>> ListFilesNode::MakeNameStream(const IteratorContext& context,
                                                                    std::optional<SourcePosition> position) const {
-  const IteratorContext::FileShard& shard = context.file_shard;
-  const bool sharded = shard.target == this && shard.num_shards > 1;
-  std::shared_ptr<const std::vector<std::string>> names;
+  auto names = std::make_shared<const std::vector<std::string>>(FilesForContext(this, files_, context));
+  // Each new pass (epoch) of the iterator gets a new order; one started at a saved pass is followed by the
+  // pass after it. An iterator's shuffles are all over its one share, so one counter per node suffices.
+  IteratorState& state = *context.state;
+  const IteratorState::NodeKey key{this, weak_from_this()};
   uint64_t pass = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Share& share = shares_[sharded ? std::pair{shard.num_shards, shard.index} : std::pair<int64_t, int64_t>{1, 0}];
-    if (share.names == nullptr) {
-      share.names = std::make_shared<const std::vector<std::string>>(FilesForContext(this, files_, context));
-    }
-    names = share.names;
-    // Each new pass (epoch) gets a new order; one started at a saved pass is followed by the pass after it.
-    if (!shuffle_) {
-      pass = 0;
-    } else if (!position.has_value()) {
-      pass = share.passes++;
+  uint64_t seed = 0;
+  if (shuffle_) {
+    seed = seed_ ? *seed_ : state.Seed(key);
+    if (!position.has_value()) {
+      pass = state.BeginPass(key);
     } else {
       pass = position->offset;
-      share.passes = std::max(share.passes, pass + 1);
+      state.ResumePass(key, pass);
     }
   }
   const size_t count = names->size();
   std::vector<size_t> order;
-  if (shuffle_ && count > 1) order = ShuffledOrder(count, seed_, pass);
+  if (shuffle_ && count > 1) order = ShuffledOrder(count, seed, pass);
   if (!position.has_value()) return std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);
   if (position->index < 0 || static_cast<uint64_t>(position->index) > count || (!shuffle_ && position->offset != 0)) {
     auto stream = std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);

@@ -103,14 +103,14 @@ std::string CachePath(const std::string& name) {
 
 TEST(MemoryCacheTest, SecondPassReplaysWithoutRunningTheInput) {
   auto calls = std::make_shared<std::atomic<int64_t>>(0);
-  auto ds = Counted(10, calls).Cache();
-  EXPECT_EQ(Values(ds), Iota(10));
+  auto cached = Counted(10, calls).Cache();
+  // Both passes in one iterator: the second replays the cache.
+  EXPECT_EQ(Values(cached.Concatenate(cached)), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9,  //
+                                                                       0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(calls->load(), 10);
-  EXPECT_EQ(Values(ds), Iota(10));
-  EXPECT_EQ(calls->load(), 10);
-  EXPECT_EQ(ds.Cardinality(), 10);
+  EXPECT_EQ(cached.Cardinality(), 10);
   EXPECT_EQ(Range(3).Repeat().Cache().Cardinality(), kInfiniteCardinality);
-  EXPECT_NE(ds.DebugString().find("Cache(filename=\"\")"), std::string::npos) << ds.DebugString();
+  EXPECT_NE(cached.DebugString().find("Cache(filename=\"\")"), std::string::npos) << cached.DebugString();
 }
 
 TEST(MemoryCacheTest, RepeatAfterCacheRunsTheInputOnce) {
@@ -122,19 +122,41 @@ TEST(MemoryCacheTest, RepeatAfterCacheRunsTheInputOnce) {
   EXPECT_EQ(calls->load(), 5);
 }
 
+// The cache is the iterator's (issue #12): a second iterator runs the input again, and neither sees
+// the other's cache.
+TEST(MemoryCacheTest, EachIteratorHasItsOwnCache) {
+  auto calls = std::make_shared<std::atomic<int64_t>>(0);
+  auto ds = Counted(10, calls).Cache().Repeat(2);
+  EXPECT_EQ(Values(ds).size(), 20u);
+  EXPECT_EQ(calls->load(), 10);
+  EXPECT_EQ(Values(ds).size(), 20u);
+  EXPECT_EQ(calls->load(), 20);
+  // Two iterators interleaved: each fills its own cache in its first epoch and replays it in the second.
+  Iterator<int64_t> a = ds.MakeIterator();
+  Iterator<int64_t> b = ds.MakeIterator();
+  std::vector<int64_t> got_a, got_b;
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<std::optional<int64_t>> x = a.NextBlocking();
+    absl::StatusOr<std::optional<int64_t>> y = b.NextBlocking();
+    ASSERT_TRUE(x.ok() && x->has_value() && y.ok() && y->has_value());
+    got_a.push_back(**x);
+    got_b.push_back(**y);
+  }
+  EXPECT_EQ(got_a, got_b);
+  EXPECT_EQ(calls->load(), 40);
+}
+
 TEST(MemoryCacheTest, AbandonedPassPublishesNothing) {
   auto calls = std::make_shared<std::atomic<int64_t>>(0);
-  auto ds = Counted(10, calls).Cache();
-  EXPECT_EQ(Values(ds.Take(3)), Iota(3));  // Take drops the cache stream before its end
-  {
-    Iterator<int64_t> it = ds.MakeIterator();
-    ASSERT_TRUE(it.NextBlocking().ok());
-  }  // destroyed part-way
-  int64_t before = calls->load();
-  EXPECT_EQ(Values(ds), Iota(10));  // ran the input again, in full
-  EXPECT_EQ(calls->load(), before + 10);
-  EXPECT_EQ(Values(ds), Iota(10));
-  EXPECT_EQ(calls->load(), before + 10);
+  auto cached = Counted(10, calls).Cache();
+  // One iterator: a pass cut short by Take (its cache stream dropped before the end), then two full
+  // passes: the first of them runs the input again, in full, and the second replays it.
+  std::vector<int64_t> got = Values(cached.Take(3).Concatenate(cached).Concatenate(cached));
+  ASSERT_EQ(got.size(), 23u);
+  EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + 3), Iota(3));
+  EXPECT_EQ(std::vector<int64_t>(got.begin() + 3, got.begin() + 13), Iota(10));
+  EXPECT_EQ(std::vector<int64_t>(got.begin() + 13, got.end()), Iota(10));
+  EXPECT_EQ(calls->load(), 3 + 10);
 }
 
 TEST(MemoryCacheTest, ErrorsPassThroughAndAreNotCached) {
@@ -143,24 +165,30 @@ TEST(MemoryCacheTest, ErrorsPassThroughAndAreNotCached) {
                   if (x == 2) return absl::DataLossError("bad");
                   return x;
                 })
-                .Cache();
-  auto first = Collect(ds);
-  ASSERT_EQ(first.size(), 5u);
-  EXPECT_EQ(first[2].status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(Values(ds), (std::vector<int64_t>{0, 1, 3, 4}));
+                .Cache()
+                .Repeat(2);
+  auto got = Collect(ds);
+  ASSERT_EQ(got.size(), 9u);
+  EXPECT_EQ(got[2].status().code(), absl::StatusCode::kDataLoss);
+  std::vector<int64_t> replay;
+  for (size_t i = 5; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    replay.push_back(*got[i]);
+  }
+  EXPECT_EQ(replay, (std::vector<int64_t>{0, 1, 3, 4}));
 }
 
-TEST(MemoryCacheTest, ConcurrentFirstPassesAndMidStreamDestruction) {
+TEST(MemoryCacheTest, ConcurrentIteratorsAndMidStreamDestruction) {
   auto calls = std::make_shared<std::atomic<int64_t>>(0);
-  auto ds = Counted(500, calls).Prefetch(4).Cache().Prefetch(2);
+  auto ds = Counted(500, calls).Prefetch(4).Cache().Repeat(2).Prefetch(2);
   std::vector<std::thread> threads;
   std::vector<std::vector<int64_t>> results(3);
   for (int t = 0; t < 3; ++t) threads.emplace_back([&ds, &results, t] { results[t] = Values(ds); });
   for (auto& t : threads) t.join();
-  for (auto& r : results) EXPECT_EQ(r, Iota(500));
-  int64_t after = calls->load();
-  EXPECT_EQ(Values(ds), Iota(500));
-  EXPECT_EQ(calls->load(), after);
+  std::vector<int64_t> twice = Iota(500);
+  twice.insert(twice.end(), twice.begin(), twice.end());
+  for (auto& r : results) EXPECT_EQ(r, twice);
+  EXPECT_EQ(calls->load(), 3 * 500);  // each iterator ran the input once, for its own cache
   for (int round = 0; round < 10; ++round) {
     auto big = Range(0, 1000000).Prefetch(8).Cache().Prefetch(2);
     Iterator<int64_t> it = big.MakeIterator();
@@ -175,12 +203,11 @@ static_assert(!HasElementCodec<Opaque>);
 
 TEST(MemoryCacheTest, TypesWithoutCodec) {
   auto calls = std::make_shared<std::atomic<int64_t>>(0);
-  auto ds = Counted(4, calls).Map([](int64_t x) { return Opaque{x * 2}; }).Cache();
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<Opaque> got = Values(ds);
-    ASSERT_EQ(got.size(), 4u);
-    EXPECT_EQ(got[3].v, 6);
-  }
+  auto ds = Counted(4, calls).Map([](int64_t x) { return Opaque{x * 2}; }).Cache().Repeat(2);
+  std::vector<Opaque> got = Values(ds);
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[3].v, 6);
+  EXPECT_EQ(got[7].v, 6);
   EXPECT_EQ(calls->load(), 4);
 }
 

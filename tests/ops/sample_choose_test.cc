@@ -175,5 +175,23 @@ TEST(SampleFromDatasetsTest, AsyncInputsAndDestroyedMidStream) {
   }
 }
 
+// Unseeded, the seed is drawn per iterator (issue #12), not when the dataset is defined: the definition
+// carries no seed, each iterator samples its own sequence, and an iterator's epochs repeat it.
+TEST(SampleFromDatasetsTest, UnseededDrawsItsSeedPerIterator) {
+  std::vector<Dataset<int64_t>> datasets = {Range(0, 500), Range(1000, 1500)};
+  auto ds = SampleFromDatasets(datasets);
+  for (const Param& p : ds.node()->params()) EXPECT_NE(p.name, "seed");
+  std::vector<int64_t> first = Values(ds);
+  std::vector<int64_t> second = Values(ds);
+  ASSERT_EQ(first.size(), 1000u);
+  ASSERT_EQ(second.size(), 1000u);
+  // The outputs are equal only if the 1000 fair choices are, with probability below 2^-500.
+  EXPECT_NE(first, second);
+  std::vector<int64_t> epochs = Values(ds.Repeat(2));
+  ASSERT_EQ(epochs.size(), 2000u);
+  EXPECT_EQ(std::vector<int64_t>(epochs.begin(), epochs.begin() + 1000),
+            std::vector<int64_t>(epochs.begin() + 1000, epochs.end()));
+}
+
 }  // namespace
 }  // namespace sluice

@@ -201,7 +201,7 @@ TEST(SourcePositionTest, AutoShardPositionsIndexTheShare) {
                                     SharedTFRecord("beam_foo.tfrecord"), SharedTFRecord("beam_bar_foo.tfrecord")};
   auto node = std::make_shared<RecordFileNode>(files, RecordFormat::kTFRecord, Compression::kNone);
   auto context = std::make_shared<IteratorContext>();
-  context->file_shard = {node.get(), 2, 1};  // files 1 and 3
+  context->file_shard = {"/", node.get(), 2, 1};  // files 1 and 3
   Walk<std::string> full = WalkAll(*node->MakeStream(context));
   ASSERT_EQ(full.elements.size(), 4u);
   EXPECT_EQ(full.before[3], (SourcePosition{1, 19}));
@@ -245,15 +245,18 @@ TEST(SourcePositionTest, FromVectorResumesAtEveryIndex) {
 TEST(SourcePositionTest, ListFilesKeepsShuffleOrdersAndResumesAPass) {
   std::vector<std::string> names;
   for (int i = 0; i < 20; ++i) names.push_back(absl::StrCat("/data/shard-", i));
-  // The orders are the ones Shuffle with a buffer of all names gives, pass after pass.
+  // The orders are the ones Shuffle with a buffer of all names gives, pass after pass of one iterator
+  // (one context: pass numbers are the iterator's).
   ListFilesNode list(names, /*shuffle=*/true, /*seed=*/42);
   ops::ShuffleNode<std::string> shuffle(
       std::make_shared<FromVectorNode<std::string>>(std::make_shared<const std::vector<std::string>>(names)), 20,
-      42, true, true);
+      42, true);
+  IteratorContextPtr list_iterator = Context();
+  IteratorContextPtr shuffle_iterator = Context();
   std::vector<Walk<std::string>> passes;
   for (int pass = 0; pass < 2; ++pass) {
-    Walk<std::string> got = WalkAll(*list.MakeStream(Context()));
-    std::unique_ptr<Stream<std::string>> reference = shuffle.MakeStream(Context());
+    Walk<std::string> got = WalkAll(*list.MakeStream(list_iterator));
+    std::unique_ptr<Stream<std::string>> reference = shuffle.MakeStream(shuffle_iterator);
     std::vector<absl::StatusOr<std::string>> want;
     while (std::optional<absl::StatusOr<std::string>> e = Next(*reference)) want.push_back(std::move(*e));
     ExpectSameElements(got.elements, want, 0);
@@ -264,13 +267,17 @@ TEST(SourcePositionTest, ListFilesKeepsShuffleOrdersAndResumesAPass) {
   for (const auto& e : passes[0].elements) order0.push_back(*e);
   for (const auto& e : passes[1].elements) order1.push_back(*e);
   EXPECT_NE(order0, order1);  // a new order per pass
-  // Resuming pass 0 gives the rest of that order; the next new pass is the one after it.
+  // Resuming pass 0 gives the rest of that order, in another iterator too (the seed is the definition's).
   Walk<std::string> rest = WalkAll(*list.MakeStreamAt(Context(), passes[0].before[7]));
   ExpectSameElements(rest.elements, passes[0].elements, 7);
+  // The resuming iterator's next new pass is the one after the resumed pass.
   ListFilesNode other(names, true, 42);
-  Walk<std::string> resumed = WalkAll(*other.MakeStreamAt(Context(), passes[1].before[5]));
+  IteratorContextPtr resuming = Context();
+  Walk<std::string> resumed = WalkAll(*other.MakeStreamAt(resuming, passes[1].before[5]));
   ExpectSameElements(resumed.elements, passes[1].elements, 5);
-  EXPECT_EQ(WalkAll(*other.MakeStream(Context())).before[0], (SourcePosition{0, 2}));
+  EXPECT_EQ(WalkAll(*other.MakeStream(resuming)).before[0], (SourcePosition{0, 2}));
+  // A fresh iterator starts at pass 0 whatever other iterators did.
+  EXPECT_EQ(WalkAll(*other.MakeStream(Context())).before[0], (SourcePosition{0, 0}));
   // Without a shuffle: the sorted names, positions {index, 0}.
   ListFilesNode sorted(names, false, std::nullopt);
   Walk<std::string> plain = CheckResumeEverywhere<std::string>(sorted, sorted);

@@ -8,7 +8,9 @@
 //   elements, as with TensorFlow's OFF).
 // - kFile: the file-based source found in the graph (a ListFiles node, or a TFRecord / TextLines source over
 //   a list of files) keeps files i with i mod num_workers == worker_index. Fewer files than workers is
-//   InvalidArgument, telling the user to use DATA. No file source is InvalidArgument too.
+//   InvalidArgument, telling the user to use DATA. No file source is InvalidArgument too. The decision
+//   names the source by its node path (sluice/ops/node_path.h), which another process can resolve in its
+//   own rebuild of the graph; each iterator resolves it against its root when it is made.
 // - kData: every worker reads everything and keeps its share of the rebatched pieces: the pieces of
 //   global step k are cut from the k-th global batch, and worker w keeps those of its replicas
 //   (w * replicas_per_worker ... + replicas_per_worker - 1).
@@ -31,6 +33,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -109,15 +113,21 @@ namespace distribute {
 // Shuffle, Filter, TakeWhile) has drop_remainder=true. std::nullopt when unknown.
 SLUICE_EXPORT std::optional<int64_t> FindStaticBatchSize(const OpNode& root);
 
-// The file-based source FILE sharding would cut, or nullptr: the first node (depth first from the root)
-// that is a FileListSource (ListFiles, TFRecord, TextLines over a list of files).
+// The path of the file-based source FILE sharding would cut, or nullopt: the first node (depth first from
+// the root, inputs in order) that is a FileListSource (ListFiles, TFRecord, TextLines over a list of files).
+SLUICE_EXPORT std::optional<std::string> FindFileSourcePath(const OpNode& root);
+// That node itself, or nullptr.
 SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
 
-// The policy that applies, and for FILE the node to shard: kOff for one worker; kAuto resolved; kFile
-// with too few files or no file source -> InvalidArgument.
+// The node at `path` below `root` when it is a file-based source: NotFound / InvalidArgument for a bad
+// path (FindNodeByPath), FailedPrecondition naming the op when the node there is not a file source.
+SLUICE_EXPORT absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_view path);
+
+// The policy that applies, and for FILE the node to shard, by path: kOff for one worker; kAuto resolved;
+// kFile with too few files or no file source -> InvalidArgument.
 struct ShardDecision {
   AutoShardPolicy applied = AutoShardPolicy::kOff;
-  const OpNode* file_source = nullptr;
+  std::string file_source_path;  // "" unless applied is kFile
   int64_t num_files = 0;
 };
 SLUICE_EXPORT absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,

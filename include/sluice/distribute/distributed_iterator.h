@@ -159,7 +159,7 @@ struct DistributeConfig {
   std::optional<int64_t> static_batch;
   AutoShardPolicy requested_policy = AutoShardPolicy::kAuto;
   AutoShardPolicy applied_policy = AutoShardPolicy::kOff;
-  const OpNode* file_source = nullptr;  // kFile: the node to shard (kept alive by the dataset's node)
+  std::string file_source_path;  // kFile: the node to shard, by node path from the dataset's root
   int64_t num_files = 0;
   // kRebatch: how input batches are cut. With DATA the plan is (1 worker, N replicas) and this worker
   // keeps ranges [piece_offset, piece_offset + replicas_per_worker) of each step.
@@ -178,9 +178,10 @@ class DistributedState {
   using Item = absl::StatusOr<B>;
   enum Access : int { kUnclaimed = 0, kWholeStep = 1, kPerReplica = 2 };
 
-  DistributedState(NodePtr<B> node, DistributeConfig config)
-      : config_(std::move(config)),
-        context_(MakeContext(config_)),
+  // first_pass: the pass number the pipeline's ops start at (IteratorState), the iterator's epoch.
+  DistributedState(NodePtr<B> node, DistributeConfig config, uint64_t first_pass)
+      : config_(ResolveShard(std::move(config), *node)),
+        context_(MakeContext(config_, *node, first_pass)),
         queues_(config_.replicas_per_worker, config_.capacity, context_->pool) {
     if (config_.status.ok()) input_.emplace(node->MakeStream(context_), context_);
     if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
@@ -256,8 +257,19 @@ class DistributedState {
     std::vector<distribute::RebatchPlan::Range> ranges;
   };
 
-  static IteratorContextPtr MakeContext(const DistributeConfig& config) {
+  // A FILE shard path that does not name a file source of this root (a configuration made for another
+  // graph) is the iterator's one error step.
+  static DistributeConfig ResolveShard(DistributeConfig config, const OpNode& root) {
+    if (config.status.ok() && !config.file_source_path.empty()) {
+      absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(root, config.file_source_path);
+      if (!target.ok()) config.status = target.status();
+    }
+    return config;
+  }
+
+  static IteratorContextPtr MakeContext(const DistributeConfig& config, const OpNode& root, uint64_t first_pass) {
     auto context = std::make_shared<IteratorContext>();
+    context->state = std::make_shared<IteratorState>(first_pass);
     context->options = config.iterator_options;
     if (config.iterator_options.thread_pool_size > 0) {
       context->private_pool = std::make_shared<ThreadPool>(config.iterator_options.thread_pool_size);
@@ -265,8 +277,11 @@ class DistributedState {
     } else {
       context->pool = &ThreadPool::Default();
     }
-    if (config.file_source != nullptr) {
-      context->file_shard = {config.file_source, config.num_workers, config.worker_index};
+    if (config.status.ok() && !config.file_source_path.empty()) {
+      // ResolveShard has checked the path against this root.
+      context->file_shard = {config.file_source_path,
+                             *distribute::ResolveFileSource(root, config.file_source_path), config.num_workers,
+                             config.worker_index};
     }
     return context;
   }
@@ -654,8 +669,12 @@ class DistributedIterator {
   absl::Status status_;
 };
 
-// A dataset distributed over a strategy's replicas. Immutable and cheap to copy; every MakeIterator()
-// starts a new pass (epoch) with its own producer.
+// A dataset distributed over a strategy's replicas. Cheap to copy; every MakeIterator() starts a new pass
+// (epoch) with its own producer. Epochs are counted: the k-th MakeIterator (over any copy) starts the
+// pipeline's ops at pass k (IteratorState's first_pass, sluice/ops/iterator_state.h), so a seeded
+// reshuffling Shuffle or ListFiles gives epoch k the order a Repeat would give its k-th epoch, and a
+// training loop that makes one iterator per epoch sees a new order each epoch. Iterators running at once
+// still have their own state: none perturbs another.
 template <class B>
 class DistributedDataset {
  public:
@@ -663,7 +682,8 @@ class DistributedDataset {
       : node_(std::move(node)), config_(std::make_shared<const detail::DistributeConfig>(std::move(config))) {}
 
   DistributedIterator<B> MakeIterator() const {
-    return DistributedIterator<B>(std::make_shared<detail::DistributedState<B>>(node_, *config_));
+    const uint64_t epoch = epochs_->fetch_add(1, std::memory_order_relaxed);
+    return DistributedIterator<B>(std::make_shared<detail::DistributedState<B>>(node_, *config_, epoch));
   }
 
   // Global steps an iterator of this worker yields: the input's batches (one step each; with OFF or FILE
@@ -687,7 +707,7 @@ class DistributedDataset {
   sluice::ElementSpec element_spec() const {
     detail::DistributeConfig alone = *config_;
     alone.agreement = nullptr;
-    DistributedIterator<B> it(std::make_shared<detail::DistributedState<B>>(node_, std::move(alone)));
+    DistributedIterator<B> it(std::make_shared<detail::DistributedState<B>>(node_, std::move(alone), 0));
     return it.ElementSpec();
   }
 
@@ -699,8 +719,10 @@ class DistributedDataset {
                                    " replicas_per_worker=", c.replicas_per_worker, " auto_shard_policy=",
                                    AutoShardPolicyName(c.requested_policy), " applied=",
                                    AutoShardPolicyName(c.applied_policy));
-    if (c.file_source != nullptr) {
-      absl::StrAppend(&out, " (", std::string(c.file_source->op_name()), ": ", c.num_files, " files)");
+    if (!c.file_source_path.empty()) {
+      absl::StatusOr<const OpNode*> source = distribute::ResolveFileSource(*node_, c.file_source_path);
+      absl::StrAppend(&out, " (", source.ok() ? std::string((*source)->op_name()) : c.file_source_path, ": ",
+                      c.num_files, " files)");
     }
     if (c.mode == detail::DistributeMode::kFromFunction) {
       absl::StrAppend(&out, " input=from_function");
@@ -720,6 +742,7 @@ class DistributedDataset {
  private:
   NodePtr<B> node_;
   std::shared_ptr<const detail::DistributeConfig> config_;
+  std::shared_ptr<std::atomic<uint64_t>> epochs_ = std::make_shared<std::atomic<uint64_t>>(0);  // iterators made
 };
 
 }  // namespace sluice

@@ -2,12 +2,16 @@
 // then replayed from the cache, as tf.data.Dataset.cache.
 //
 // Contract:
-// - filename "" caches in memory. The cache belongs to the dataset definition (every copy of this
-//   Dataset, every iterator and every epoch of a Repeat shares it). A pass that runs the input to its end
-//   publishes what it saw; later passes replay it without running the input. A pass abandoned before the
-//   end (iterator destroyed, a Take downstream) publishes nothing, as tf.data discards a partial cache,
-//   so the next pass runs the input again. Iterators running at once each fill their own copy; the first
-//   to finish publishes.
+// - filename "" caches in memory. The cache belongs to the iterator (its IteratorState,
+//   sluice/ops/iterator_state.h), not to the definition: every epoch of a Repeat within one iterator
+//   shares it, and two iterators never share or perturb each other's cache (each runs the input once).
+//   (Changed by issue #12: the cache used to belong to the definition, shared by every iterator, as
+//   tf.data's memory cache is; a definition is now data another process rebuilds, and holds no state.
+//   To reuse elements across iterators or runs, cache to a file.) A pass that runs the input to its end
+//   publishes what it saw; the iterator's later passes replay it without running the input. A pass
+//   abandoned before the end (a Take downstream) publishes nothing, as tf.data discards a partial cache,
+//   so the next pass runs the input again. Passes of one iterator running at once (Zip(c, c)) each fill
+//   their own copy; the first to finish publishes.
 // - filename non-empty caches in files, which persist across runs (tf.data's file cache):
 //   * `filename` holds an element stream header naming the element type (ElementTypeName) and the
 //     element format version, then the elements (ElementCodec encoding, each record length-prefixed and
@@ -38,7 +42,7 @@
 // - Threading: several iterators may run at once (publication of the memory cache is under a mutex, the
 //   file cache is guarded by its lockfile); each stream has one consumer at a time, as every Stream.
 //
-//   auto ds = TFRecord(files).Map(Parse).Cache();           // epoch 2+ come from memory
+//   auto ds = TFRecord(files).Map(Parse).Cache().Repeat(5);  // epochs 2-5 of an iterator come from memory
 //   auto on_disk = Range(1000).Cache("/tmp/range.cache");   // later runs read the file
 #ifndef SLUICE_OPS_CACHE_H_
 #define SLUICE_OPS_CACHE_H_
@@ -60,8 +64,9 @@
 #include "sluice/export.h"
 #include "sluice/ops/element_codec.h"
 #include "sluice/ops/element_type.h"
-#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/iterator_state.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
 
@@ -138,7 +143,7 @@ class SLUICE_EXPORT Reader {
 
 }  // namespace cache_file
 
-// The in-memory cache shared by every stream of one CacheNode.
+// The in-memory cache every stream of one CacheNode in one iterator shares (IteratorState's resource).
 template <class T>
 struct MemoryCacheState {
   std::mutex mu;
@@ -146,7 +151,7 @@ struct MemoryCacheState {
 };
 
 template <class T>
-class CacheNode final : public Node<T> {
+class CacheNode final : public Node<T>, public std::enable_shared_from_this<CacheNode<T>> {
  public:
   static_assert(std::is_copy_constructible_v<T>, "Cache: elements must be copyable (the cache keeps a copy)");
 
@@ -157,13 +162,16 @@ class CacheNode final : public Node<T> {
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     if (filename_.empty()) {
+      const IteratorState::NodeKey key{this, this->weak_from_this()};
+      std::shared_ptr<MemoryCacheState<T>> memory = context->state->template Resource<MemoryCacheState<T>>(
+          key, [] { return std::make_shared<MemoryCacheState<T>>(); });
       std::shared_ptr<const std::vector<T>> completed;
       {
-        std::lock_guard<std::mutex> lock(memory_->mu);
-        completed = memory_->completed;
+        std::lock_guard<std::mutex> lock(memory->mu);
+        completed = memory->completed;
       }
       if (completed) return std::make_unique<ReplayStream>(std::move(completed));
-      return std::make_unique<MemoryWriteStream>(input_->MakeStream(std::move(context)), memory_);
+      return std::make_unique<MemoryWriteStream>(input_->MakeStream(std::move(context)), std::move(memory));
     }
     if constexpr (HasElementCodec<T>) {
       return std::make_unique<FileStream>(input_, std::move(context), filename_);
@@ -350,7 +358,6 @@ class CacheNode final : public Node<T> {
 
   NodePtr<T> input_;
   std::string filename_;
-  std::shared_ptr<MemoryCacheState<T>> memory_ = std::make_shared<MemoryCacheState<T>>();
 };
 
 }  // namespace sluice::ops

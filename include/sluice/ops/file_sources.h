@@ -1,12 +1,18 @@
 // File sources.
 // ListFiles(patterns, shuffle, seed): the files matching the glob patterns, as tf.data.Dataset.list_files:
-//   sorted and de-duplicated, then (shuffle, the default) shuffled with a buffer of all names and a new
-//   order per pass unless seeded without reshuffling. Patterns are expanded when the dataset is defined;
-//   when nothing matches, the dataset's one element is InvalidArgument naming the patterns.
+//   sorted and de-duplicated, then (shuffle, the default) shuffled with a buffer of all names, a new order
+//   for each pass of an iterator (Shuffle's orders: pass numbers, and the seed of an unseeded ListFiles,
+//   are the iterator's own, sluice/ops/iterator_state.h, so every iterator of a seeded ListFiles lists the
+//   same sequence of orders and iterators never perturb each other). Patterns are expanded when the
+//   dataset is defined; when nothing matches, the dataset's one element is InvalidArgument naming them.
 // TFRecord(files, compression): the records of each file in turn, as std::string, through io/'s
 //   ReadTFRecords (several large reads in flight, CRCs verified); errors are elements naming the file and
 //   offset (see sluice/io/record_readers.h). TextLines(files, compression): the lines of each file.
-//   Cardinality: unknown.
+//   Cardinality: unknown. A RecordFileNode's read_mode (default ReadMode::kAuto, the readers' default)
+//   goes to the readers' ReadOptions::mode (sluice/io/sequential_reader.h).
+// Params describe each node completely: files as a list of strings (any character survives, commas
+//   too), compression ("", "GZIP", "ZLIB"), read_mode ("auto", "read", "mmap"), FixedLengthRecords'
+//   record_bytes / header_bytes / footer_bytes; ListFiles' files, shuffle, and seed only when seeded.
 // FixedLengthRecords(files, record_bytes, header_bytes, footer_bytes, compression), as
 //   tf.data.FixedLengthRecordDataset: per file, skip header_bytes, then records of record_bytes each until
 //   footer_bytes remain (skipped); with compression these apply to the decompressed stream. Through io/'s
@@ -22,25 +28,27 @@
 //   MakeStreamAt(context, {i, offset}) reads file i from that offset (as the readers' start_offset:
 //   a bad offset is the reader's error element for that file, naming it, and reading goes on with the
 //   next file), then the files after it. ListFiles: {index in this pass's order, pass}; MakeStreamAt
-//   rebuilds that pass's order (the same shuffle) from the index on, and later passes continue after it.
+//   rebuilds that pass's order (the same shuffle) from the index on, and the iterator's later passes
+//   continue after it. Unseeded, the order also depends on the seed the iterator drew: resume within the
+//   iterator whose position it was (or, later, one whose IteratorState was restored).
 //   An index outside the list is InvalidArgument, the stream's one element.
 //
 //   auto node = std::make_shared<RecordFileNode>(files, RecordFormat::kTFRecord, Compression::kGzip);
 //   std::unique_ptr<Stream<std::string>> stream = node->MakeStream(context);
 //   ... deliver some elements; SourcePosition saved = *stream->position();
 //   std::unique_ptr<Stream<std::string>> resumed = node->MakeStreamAt(context, saved);  // the rest
-// Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) finds it in the graph and tells
-// it through IteratorContext::file_shard to keep files i with i mod num_shards == index (ListFiles does
-// so on the sorted list, before its shuffle, so the workers' shares are disjoint whatever the seed).
+// Every source here is a FileListSource node: auto-shard by FILE (sluice/distribute/auto_shard.h) names
+// it by its node path and tells it through IteratorContext::file_shard to keep files i with
+// i mod num_shards == index (ListFiles does so on the sorted list, before its shuffle, so the workers'
+// shares are disjoint whatever the seed).
 #ifndef SLUICE_OPS_FILE_SOURCES_H_
 #define SLUICE_OPS_FILE_SOURCES_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,6 +58,7 @@
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/stream.h"
+#include "sluice/io/sequential_reader.h"
 #include "sluice/io/tfrecord.h"
 
 namespace sluice::ops {
@@ -58,6 +67,11 @@ namespace sluice::ops {
 SLUICE_EXPORT absl::StatusOr<std::vector<std::string>> MatchFiles(const std::vector<std::string>& patterns);
 
 enum class RecordFormat { kTFRecord, kTextLines, kFixedLength };
+
+// "auto", "read", "mmap": a RecordFileNode's read_mode param.
+SLUICE_EXPORT std::string_view ReadModeName(ReadMode mode);
+// The inverse of ReadModeName; InvalidArgument naming `name` for anything else.
+SLUICE_EXPORT absl::StatusOr<ReadMode> ParseReadMode(std::string_view name);
 
 // FixedLengthRecords' layout (unused by the other formats).
 struct FixedLengthLayout {
@@ -84,8 +98,9 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
                                            public PositionedSource<std::string> {
  public:
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
-                 FixedLengthLayout layout = {})
-      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout) {}
+                 FixedLengthLayout layout = {}, ReadMode read_mode = ReadMode::kAuto)
+      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout),
+        read_mode_(read_mode) {}
   std::string_view op_name() const override {
     constexpr std::string_view kNames[] = {"TFRecord", "TextLines", "FixedLengthRecords"};
     return kNames[static_cast<int>(format_)];
@@ -103,12 +118,14 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
   RecordFormat format_;
   Compression compression_;
   FixedLengthLayout layout_;
+  ReadMode read_mode_;
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).
 class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
                                           public FileListSource,
-                                          public PositionedSource<std::string> {
+                                          public PositionedSource<std::string>,
+                                          public std::enable_shared_from_this<ListFilesNode> {
  public:
   ListFilesNode(std::vector<std::string> files, bool shuffle, std::optional<uint64_t> seed);
   std::string_view op_name() const override { return "ListFiles"; }
@@ -121,21 +138,12 @@ class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
   const std::vector<std::string>& files() const override { return files_; }
 
  private:
-  // The names one shard (or the whole list) reads, and its pass counter (a new order per epoch).
-  struct Share {
-    std::shared_ptr<const std::vector<std::string>> names;
-    uint64_t passes = 0;
-  };
   std::unique_ptr<Stream<std::string>> MakeNameStream(const IteratorContext& context,
                                                       std::optional<SourcePosition> position) const;
 
   std::vector<std::string> files_;
   bool shuffle_;
-  uint64_t seed_;  // drawn at definition when none was given, as Shuffle does
-  bool seeded_;
-  // Keyed by (num_shards, index), {1, 0} for the whole list; made on first use.
-  mutable std::mutex mutex_;
-  mutable std::map<std::pair<int64_t, int64_t>, Share> shares_;
+  std::optional<uint64_t> seed_;  // nullopt: drawn per iterator
 };
 
 }  // namespace sluice::ops

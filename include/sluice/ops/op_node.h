@@ -18,6 +18,7 @@
 
 #include "sluice/export.h"
 #include "sluice/ops/element_type.h"
+#include "sluice/ops/iterator_state.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -62,14 +63,20 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
-  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source `target` keeps files i with
-  // i mod num_shards == index when it makes its stream. Other nodes ignore it.
+  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source at `path` (a node path,
+  // sluice/ops/node_path.h) keeps files i with i mod num_shards == index when it makes its stream.
+  // `target` is `path` resolved against this iterator's root when the iterator was made (a node does not
+  // know its own path); other nodes ignore it.
   struct FileShard {
+    std::string path;
     const OpNode* target = nullptr;
     int64_t num_shards = 1;
     int64_t index = 0;
   };
   FileShard file_shard;
+  // Seeds drawn for unseeded ops, pass counters and memory caches of this iterator: never null, never
+  // shared with another iterator (sluice/ops/iterator_state.h).
+  std::shared_ptr<IteratorState> state = std::make_shared<IteratorState>();
   // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
   mutable std::mutex tuner_mu;
   mutable std::shared_ptr<Tuner> tuner;

@@ -19,9 +19,10 @@
 //   keep their ratios, the same distribution as tf.data's re-drawing) and the result ends when every
 //   input is exhausted.
 // - seed: the same seed gives the same sequence of choices, and every iterator of one definition (every
-//   epoch of a Repeat) repeats it (tf.data's rerandomize_each_iteration=False). Unseeded, a random seed
-//   is drawn when the dataset is defined. The generator is sluice's (splitmix64), so sequences are not
-//   TensorFlow's.
+//   epoch of a Repeat) repeats it (tf.data's rerandomize_each_iteration=False). Unseeded, a seed is drawn
+//   per iterator at its first use (sluice/ops/iterator_state.h): the iterator's epochs repeat one
+//   sequence, another iterator draws another, and params() carry no seed. The generator is sluice's
+//   (splitmix64), so sequences are not TensorFlow's.
 // - Argument errors make the dataset one InvalidArgument element: no datasets, weights.size() !=
 //   datasets.size() (when weights are given), or a weight that is negative, NaN or infinite (tf.data
 //   would silently drop a negative weight; sluice reports it).
@@ -45,8 +46,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/cardinality.h"
-#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/iterator_state.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/shuffle.h"
 #include "sluice/ops/take_skip.h"
 
@@ -224,19 +226,15 @@ class ChooseFromDatasetsNode final : public Node<T> {
 };
 
 template <class T>
-class SampleFromDatasetsNode final : public Node<T> {
+class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_from_this<SampleFromDatasetsNode<T>> {
  public:
-  SampleFromDatasetsNode(std::vector<NodePtr<T>> inputs, std::vector<double> weights, uint64_t seed, bool seeded,
+  SampleFromDatasetsNode(std::vector<NodePtr<T>> inputs, std::vector<double> weights, std::optional<uint64_t> seed,
                          bool stop_on_empty)
-      : inputs_(std::move(inputs)),
-        weights_(std::move(weights)),
-        seed_(seed),
-        seeded_(seeded),
-        stop_on_empty_(stop_on_empty) {}
+      : inputs_(std::move(inputs)), weights_(std::move(weights)), seed_(seed), stop_on_empty_(stop_on_empty) {}
   std::string_view op_name() const override { return "SampleFromDatasets"; }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"weights", weights_}, {"stop_on_empty_dataset", stop_on_empty_}};
-    if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+    if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});
     return p;
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {inputs_.begin(), inputs_.end()}; }
@@ -244,16 +242,16 @@ class SampleFromDatasetsNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     std::vector<std::unique_ptr<Stream<T>>> streams;
     for (const NodePtr<T>& input : inputs_) streams.push_back(input->MakeStream(context));
+    const uint64_t seed = seed_ ? *seed_ : context->state->Seed({this, this->weak_from_this()});
     using Selector = detail_directed::RandomSelector;
     return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
-        "SampleFromDatasets", Selector(weights_, seed_), std::move(streams), stop_on_empty_);
+        "SampleFromDatasets", Selector(weights_, seed), std::move(streams), stop_on_empty_);
   }
 
  private:
   std::vector<NodePtr<T>> inputs_;
   std::vector<double> weights_;
-  uint64_t seed_;
-  bool seeded_;
+  std::optional<uint64_t> seed_;  // nullopt: drawn per iterator
   bool stop_on_empty_;
 };
 
@@ -286,8 +284,8 @@ NodePtr<T> MakeSampleFromDatasets(std::vector<NodePtr<T>> inputs, std::vector<do
   }
   if (kept_inputs.empty()) return std::make_shared<TakeNode<T>>(inputs[0], 0);
   if (kept_inputs.size() == 1) return kept_inputs[0];
-  return std::make_shared<SampleFromDatasetsNode<T>>(std::move(kept_inputs), std::move(kept_weights),
-                                                     seed ? *seed : RandomSeed(), seed.has_value(), stop_on_empty);
+  return std::make_shared<SampleFromDatasetsNode<T>>(std::move(kept_inputs), std::move(kept_weights), seed,
+                                                     stop_on_empty);
 }
 
 template <class T>

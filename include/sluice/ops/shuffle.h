@@ -4,15 +4,24 @@
 //   random order. buffer_size 1 is the identity; buffer_size >= the input's size is a full shuffle.
 // - Every element comes out exactly once per pass (errors too, as elements).
 // - seed: the same seed gives the same orders (sluice's generator, not TensorFlow's Philox, so the
-//   orders are not TensorFlow's). Without a seed, a random one is drawn when the dataset is defined.
-// - reshuffle_each_iteration (default true): each new pass over this dataset (each epoch of a Repeat,
-//   each MakeIterator) gets a different order; false gives every pass the same order. Placed before
-//   Repeat, an epoch's elements are all emitted before the next epoch's.
+//   orders are not TensorFlow's). Without a seed, one is drawn per iterator, when the iterator first
+//   uses the shuffle (sluice/ops/iterator_state.h); the definition holds none, so its params() have no
+//   seed and a copy rebuilt in another process stays unseeded.
+// - reshuffle_each_iteration (default true): each new pass within one iterator (each epoch of a Repeat)
+//   gets the next pass number and so a different order; false gives every pass the same order. Placed
+//   before Repeat, an epoch's elements are all emitted before the next epoch's.
+// - Iterators: the pass numbers are the iterator's own, starting at 0 (IteratorState), so every iterator
+//   of a seeded shuffle gives the same sequence of orders, and iterators running at once never perturb
+//   each other. (Changed by issue #12: a definition used to hold one pass counter for all its iterators,
+//   as tf.data's seed generator does, so a second iterator got the second order. A DistributedDataset
+//   still gives its k-th iterator, its epoch k, pass k; see sluice/distribute/distributed_iterator.h.)
 // - buffer_size <= 0 is InvalidArgument. Cardinality: the input's.
+//
+//   // Two orders, epoch after epoch, and the same two in every iterator:
+//   auto ds = Range(100).Shuffle(/*buffer_size=*/100, /*seed=*/42).Repeat(2);
 #ifndef SLUICE_OPS_SHUFFLE_H_
 #define SLUICE_OPS_SHUFFLE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,9 +29,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/export.h"
-#include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/iterator_state.h"
+#include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
 
@@ -51,26 +60,32 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-SLUICE_EXPORT uint64_t RandomSeed();  // ops/shuffle.cc: a nondeterministic seed for unseeded shuffles
+// The seed of pass `pass` of a shuffle seeded with `seed` (ListFiles rebuilds the same orders).
+inline uint64_t ShufflePassSeed(uint64_t seed, uint64_t pass) {
+  SplitMix64 mix(seed ^ (pass * 0xd1b54a32d192ed03ULL));
+  return mix.Next();
+}
 
 template <class T>
-class ShuffleNode final : public Node<T> {
+class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<ShuffleNode<T>> {
  public:
-  ShuffleNode(NodePtr<T> input, int64_t buffer_size, uint64_t seed, bool seeded, bool reshuffle)
-      : input_(std::move(input)), buffer_size_(buffer_size), seed_(seed), seeded_(seeded), reshuffle_(reshuffle) {}
+  ShuffleNode(NodePtr<T> input, int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle)
+      : input_(std::move(input)), buffer_size_(buffer_size), seed_(seed), reshuffle_(reshuffle) {}
   std::string_view op_name() const override { return "Shuffle"; }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"buffer_size", buffer_size_}, {"reshuffle_each_iteration", reshuffle_}};
-    if (seeded_) p.push_back({"seed", static_cast<int64_t>(seed_)});
+    if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});
     return p;
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    // The pass counter is the one piece of state a definition carries: tf.data's seed generator.
-    uint64_t pass = reshuffle_ ? passes_->fetch_add(1, std::memory_order_relaxed) : 0;
-    SplitMix64 mix(seed_ ^ (pass * 0xd1b54a32d192ed03ULL));
-    return std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_, mix.Next());
+    IteratorState& state = *context->state;
+    const IteratorState::NodeKey key{this, this->weak_from_this()};
+    const uint64_t seed = seed_ ? *seed_ : state.Seed(key);
+    const uint64_t pass = reshuffle_ ? state.BeginPass(key) : 0;
+    return std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_,
+                                           ShufflePassSeed(seed, pass));
   }
 
  private:
@@ -110,10 +125,8 @@ class ShuffleNode final : public Node<T> {
 
   NodePtr<T> input_;
   int64_t buffer_size_;
-  uint64_t seed_;
-  bool seeded_;
+  std::optional<uint64_t> seed_;  // nullopt: drawn per iterator
   bool reshuffle_;
-  std::shared_ptr<std::atomic<uint64_t>> passes_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 template <class T>
@@ -122,8 +135,7 @@ NodePtr<T> MakeShuffle(NodePtr<T> input, int64_t buffer_size, std::optional<uint
     return MakeErrorSource<T>("Shuffle", absl::InvalidArgumentError(
                                              absl::StrCat("Shuffle: buffer_size must be > 0, got ", buffer_size)));
   }
-  return std::make_shared<ShuffleNode<T>>(std::move(input), buffer_size, seed ? *seed : RandomSeed(),
-                                          seed.has_value(), reshuffle);
+  return std::make_shared<ShuffleNode<T>>(std::move(input), buffer_size, seed, reshuffle);
 }
 
 }  // namespace sluice::ops
