@@ -31,24 +31,29 @@ bool RegisterSources() {
     SLUICE_REGISTRATION_ASSIGN_(step, in.Get<int64_t>("step"));
     return Erase(Range(start, stop, step));
   });
-  RegisterOpBuilder("TFRecord", string, "", [](const OpBuildInput& in) -> Built {
-    SLUICE_REGISTRATION_ASSIGN_(files, in.Get<std::vector<std::string>>("files"));
-    SLUICE_REGISTRATION_ASSIGN_(compression, CompressionParam(in));
-    return Erase(TFRecord(std::move(files), compression));
-  });
-  RegisterOpBuilder("TextLines", string, "", [](const OpBuildInput& in) -> Built {
-    SLUICE_REGISTRATION_ASSIGN_(files, in.Get<std::vector<std::string>>("files"));
-    SLUICE_REGISTRATION_ASSIGN_(compression, CompressionParam(in));
-    return Erase(TextLines(std::move(files), compression));
-  });
-  RegisterOpBuilder("FixedLengthRecords", string, "", [](const OpBuildInput& in) -> Built {
-    SLUICE_REGISTRATION_ASSIGN_(files, in.Get<std::vector<std::string>>("files"));
-    SLUICE_REGISTRATION_ASSIGN_(compression, CompressionParam(in));
-    SLUICE_REGISTRATION_ASSIGN_(record_bytes, in.Get<int64_t>("record_bytes"));
-    SLUICE_REGISTRATION_ASSIGN_(header_bytes, in.Get<int64_t>("header_bytes"));
-    SLUICE_REGISTRATION_ASSIGN_(footer_bytes, in.Get<int64_t>("footer_bytes"));
-    return Erase(FixedLengthRecords(std::move(files), record_bytes, header_bytes, footer_bytes, compression));
-  });
+  // The record sources share one node type; the op name is the format.
+  auto record_files = [](ops::RecordFormat format) {
+    return [format](const OpBuildInput& in) -> Built {
+      SLUICE_REGISTRATION_ASSIGN_(files, in.Get<std::vector<std::string>>("files"));
+      SLUICE_REGISTRATION_ASSIGN_(compression, CompressionParam(in));
+      SLUICE_REGISTRATION_ASSIGN_(mode_name, in.Get<std::string>("read_mode"));
+      absl::StatusOr<ReadMode> read_mode = ops::ParseReadMode(mode_name);
+      if (!read_mode.ok()) return in.Error(read_mode.status().message());
+      if (format != ops::RecordFormat::kFixedLength) {
+        return std::shared_ptr<const OpNode>(
+            std::make_shared<ops::RecordFileNode>(std::move(files), format, compression, ops::FixedLengthLayout{},
+                                                  *read_mode));
+      }
+      SLUICE_REGISTRATION_ASSIGN_(record_bytes, in.Get<int64_t>("record_bytes"));
+      SLUICE_REGISTRATION_ASSIGN_(header_bytes, in.Get<int64_t>("header_bytes"));
+      SLUICE_REGISTRATION_ASSIGN_(footer_bytes, in.Get<int64_t>("footer_bytes"));
+      return Erase(FixedLengthRecords(std::move(files), record_bytes, header_bytes, footer_bytes, compression,
+                                      *read_mode));
+    };
+  };
+  RegisterOpBuilder("TFRecord", string, "", record_files(ops::RecordFormat::kTFRecord));
+  RegisterOpBuilder("TextLines", string, "", record_files(ops::RecordFormat::kTextLines));
+  RegisterOpBuilder("FixedLengthRecords", string, "", record_files(ops::RecordFormat::kFixedLength));
   // The matched list is the definition: another process reads the same files, it does not glob again.
   RegisterOpBuilder("ListFiles", string, "", [](const OpBuildInput& in) -> Built {
     SLUICE_REGISTRATION_ASSIGN_(files, in.Get<std::vector<std::string>>("files"));

@@ -4,7 +4,9 @@
 #include "sluice/ops/graph.h"
 
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -169,6 +171,13 @@ std::vector<OpCase> OpCases() {
          const std::string path = testing_util::TempPath("graph_fixed.bin");
          testing_util::WriteFile(path, "HHabcdefghFF");
          ExpectRoundTrip(FixedLengthRecords({path}, 4, 2, 2));
+       }},
+      {"TFRecordReadModeAndCommaPath", [] {
+         const std::string path = testing_util::TempPath("graph,with,commas.tfrecord");
+         std::ifstream in(testing_util::SharedTFRecord("beam_foo.tfrecord"), std::ios::binary);
+         testing_util::WriteFile(path, std::string(std::istreambuf_iterator<char>(in), {}));
+         ExpectRoundTrip(TFRecord({path, path}, Compression::kNone, ReadMode::kMmap));
+         ExpectRoundTrip(TFRecord({path}, Compression::kNone, ReadMode::kRead));
        }},
       {"ListFiles", [] { ExpectRoundTrip(ListFiles({testing_util::SharedTFRecord("*.tfrecord")}, true, 3)); }},
       {"ParseExample", [] { ExpectRoundTrip(FromVector(Examples(6)).ParseExample(ExampleSpec())); }},

@@ -385,16 +385,20 @@ inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, bool sh
   return Dataset<std::string>(std::make_shared<ops::ListFilesNode>(std::move(*files), shuffle, seed));
 }
 
-// The records of TFRecord files, file after file (tf.data.TFRecordDataset).
-inline Dataset<std::string> TFRecord(std::vector<std::string> files, Compression compression = Compression::kNone) {
-  return Dataset<std::string>(
-      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTFRecord, compression));
+// The records of TFRecord files, file after file (tf.data.TFRecordDataset). read_mode: how uncompressed
+// files are read (sluice/io/sequential_reader.h and docs/io.md "Read modes": kAuto is safe whatever
+// another process does to the file; kMmap maps them, and a file truncated under the reader kills it).
+inline Dataset<std::string> TFRecord(std::vector<std::string> files, Compression compression = Compression::kNone,
+                                     ReadMode read_mode = ReadMode::kAuto) {
+  return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(
+      std::move(files), ops::RecordFormat::kTFRecord, compression, ops::FixedLengthLayout{}, read_mode));
 }
 
-// The lines of text files, without their line endings (tf.data.TextLineDataset).
-inline Dataset<std::string> TextLines(std::vector<std::string> files, Compression compression = Compression::kNone) {
-  return Dataset<std::string>(
-      std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kTextLines, compression));
+// The lines of text files, without their line endings (tf.data.TextLineDataset). read_mode: see TFRecord.
+inline Dataset<std::string> TextLines(std::vector<std::string> files, Compression compression = Compression::kNone,
+                                      ReadMode read_mode = ReadMode::kAuto) {
+  return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(
+      std::move(files), ops::RecordFormat::kTextLines, compression, ops::FixedLengthLayout{}, read_mode));
 }
 
 // Range(stop) = Range(0, stop, 1), as tf.data.Dataset.range.
@@ -435,7 +439,8 @@ auto FromGenerator(Factory factory, std::string name = "<function>") {
 // (tf.data.FixedLengthRecordDataset). See sluice/ops/file_sources.h.
 inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, int64_t record_bytes,
                                                int64_t header_bytes = 0, int64_t footer_bytes = 0,
-                                               Compression compression = Compression::kNone) {
+                                               Compression compression = Compression::kNone,
+                                               ReadMode read_mode = ReadMode::kAuto) {
   if (record_bytes <= 0 || header_bytes < 0 || footer_bytes < 0) {
     return Dataset<std::string>(ops::MakeErrorSource<std::string>(
         "FixedLengthRecords",
@@ -446,7 +451,7 @@ inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, i
   ops::FixedLengthLayout layout{static_cast<uint64_t>(record_bytes), static_cast<uint64_t>(header_bytes),
                                 static_cast<uint64_t>(footer_bytes)};
   return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(std::move(files), ops::RecordFormat::kFixedLength,
-                                                                    compression, layout));
+                                                                    compression, layout, read_mode));
 }
 
 // Elements drawn at random from `datasets` by `weights` (empty = uniform). See sluice/ops/sample_from_datasets.h.
