@@ -100,7 +100,8 @@ struct ReactorThreadCheck {
 }  // namespace
 
 bool ShouldMap(const File& file, const SequentialReadOptions& options) {
-  if (options.mode == ReadMode::kRead || options.direct || file.direct() || file.Size() == 0) return false;
+  // Only on request: kAuto reads, because a mapping cannot survive another process truncating the file.
+  if (options.mode != ReadMode::kMmap || options.direct || file.direct() || file.Size() == 0) return false;
   struct stat st;
   if (::fstat(file.fd(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   // Some file systems refuse mmap (ENODEV): probe one page so those keep the read path.

@@ -1,7 +1,7 @@
 // MapBlocks: the mmap path of ReadBlocks (sluice/io/sequential_reader.h has the contract both paths share).
 //
-// Contract: ShouldMap says whether ReadBlocks maps `file` (mode, no O_DIRECT, a non-empty regular file
-// whose first page the kernel agrees to map). MapBlocks then yields the file from options.start_offset
+// Contract: ShouldMap says whether ReadBlocks maps `file` (mode kMmap, no O_DIRECT, a non-empty regular
+// file whose first page the kernel agrees to map). MapBlocks then yields the file from options.start_offset
 // (below the size: ReadBlocks checks) as windows of options.mmap_window bytes (page-rounded, the first
 // mapped from the page holding the start and handed out from the start), each Block owning its mapping; window k+1 is mapped and
 // prefaulted on the reactor's thread while the consumer holds window k. Errors (mmap refused later,

@@ -31,8 +31,7 @@ SequentialReadOptions BlockOptions(const ReadOptions& io, Compression compressio
   options.block_size = io.block_size;
   options.blocks_in_flight = io.blocks_in_flight;
   options.direct = io.direct;
-  // Inflating copies anyway, so compressed files gain little from mapping: kAuto reads them.
-  options.mode = io.mode == ReadMode::kAuto && compression != Compression::kNone ? ReadMode::kRead : io.mode;
+  options.mode = io.mode;
   options.mmap_window = io.mmap_window;
   options.prefault = io.prefault;
   options.resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();

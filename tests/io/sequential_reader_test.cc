@@ -270,6 +270,25 @@ TEST_P(SequentialReaderTest, MmapBlocksAreMappingsThatOutliveTheReader) {
   EXPECT_FALSE(InMappingOf(first, path));  // unmapped with the last holder
 }
 
+// kAuto (the default) never maps: a mapping cannot survive another process truncating the file (SIGBUS),
+// and the default must not crash whatever happens to the file (tests/io/file_change_test.cc races it).
+TEST_P(SequentialReaderTest, DefaultModeReadsInsteadOfMapping) {
+  const std::string path = std::filesystem::weakly_canonical(TempPath("default_mode")).string();
+  const std::string content = Payload(3 * PageSize() + 17, 12);
+  WriteFile(path, content);
+  ThreadPool pool(1);
+  SequentialReadOptions options;
+  EXPECT_EQ(options.mode, ReadMode::kAuto);
+  options.block_size = PageSize();
+  options.mmap_window = PageSize();
+  options.resume_on = &pool;
+  Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, options), /*keep_blocks=*/true));
+  ASSERT_TRUE(scan.error.ok()) << scan.error;
+  ASSERT_EQ(scan.kept.size(), 4u);
+  for (const Block& b : scan.kept) EXPECT_FALSE(InMappingOf(b.data.data(), path));
+  EXPECT_EQ(scan.bytes, content);
+}
+
 TEST_P(SequentialReaderTest, EmptyAndTinyFiles) {
   for (size_t size : {size_t{0}, size_t{1}, PageSize() - 1}) {
     const std::string path = TempPath(absl::StrCat("tiny", size));

@@ -2,7 +2,7 @@
 //
 // Contract:
 // - Open(path, compression, stdin_fd): "-" means the already open `stdin_fd`. A regular file (or block
-//   device) is read later by the library's ReadTFRecords on DefaultReactor() (mmap or io_uring reads); it
+//   device) is read later by the library's ReadTFRecords on DefaultReactor() (its default read path); it
 //   cannot read pipes (File::Open refuses what it cannot read at an offset), so anything else (a pipe, a
 //   FIFO, /dev/stdin, a terminal) is read front to back with read(2) in 1 MiB chunks through the same
 //   decoder ReadTFRecords uses, so the records and error messages are the same. Memory stays bounded by

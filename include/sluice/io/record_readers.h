@@ -8,10 +8,16 @@
 //   while held, so the threshold keeps small records, which consumers may buffer by the thousand, from
 //   pinning megabytes); every other record is copied once into its own allocation. `offset` is the
 //   record's byte offset in the file, in the decompressed stream for GZIP/ZLIB files.
-// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/io/sequential_reader.h). kAuto maps
-//   uncompressed regular files (a block is then an mmap window of mmap_window bytes, so a zero-copy
-//   record pins its window's mapping, not a copy) and reads compressed ones. The elements and errors are
-//   the same either way.
+// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/io/sequential_reader.h). kAuto
+//   (the default) and kRead read into pooled buffers; kMmap maps uncompressed and compressed regular files
+//   (a block is then an mmap window of mmap_window bytes, so a zero-copy record pins its window's mapping,
+//   not a copy). The elements and errors are the same either way, while nobody else changes the file.
+// - Files changed while being read: by default no crash whatever another process does to the file; a
+//   truncated file ends the stream with DataLoss naming the path and offset ("file shrank while being
+//   read"), bytes rewritten in place are read as they are when their block is read (TFRecord's CRCs turn
+//   most torn records into DataLoss; text and fixed-length records have no checksum), and a Record's
+//   bytes never change after it was yielded. kMmap gives this up for speed: a
+//   truncation raises SIGBUS, and a rewrite changes the bytes of records already yielded.
 // - Errors are elements (a consumer may keep pulling after a recoverable one); all name the path and a
 //   byte offset. NotFound / PermissionDenied / FailedPrecondition (directory) when the file cannot be
 //   opened, read errors from the reactor, and DataLoss for bad content. I/O errors, cancellation and
