@@ -376,6 +376,83 @@ TEST_P(TFRecordTest, CorruptGzipStream) {
   for (size_t i = 0; i < got.records.size(); ++i) EXPECT_EQ(got.records[i], records[i]);
 }
 
+// `plain` compressed, with one bit of its trailer's checksum flipped: every byte decompresses, then the
+// check fails. Returns the compressed offset of the checksum field.
+size_t WriteWithBadTrailer(const std::string& path, const std::string& plain, Compression compression) {
+  std::string bytes = Compress(plain, compression);
+  // gzip ends in CRC32 and ISIZE, zlib in Adler-32.
+  const size_t check = bytes.size() - (compression == Compression::kGzip ? 8 : 4);
+  bytes[check] = static_cast<char>(bytes[check] ^ 0x01);
+  WriteFile(path, bytes);
+  return check;
+}
+
+// Issue 13: the records decompressed just before a failing check (up to 256 KiB of output) were lost.
+TEST_P(TFRecordTest, CompressedBadTrailerYieldsEveryRecordThenDataLoss) {
+  std::vector<std::string> records;
+  std::string plain;
+  for (int i = 0; i < 5000; ++i) {
+    records.push_back(Payload(100 + i % 7, i));  // random: about 600 KB compressed, several output chunks
+    io::AppendTFRecord(records.back(), &plain);
+  }
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    const std::string path = TempPath(absl::StrCat("bad_trailer", static_cast<int>(c)));
+    const size_t check = WriteWithBadTrailer(path, plain, c);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    for (const ReadOptions& io : {DefaultIo(), SmallBlocks(4096, 2)}) {
+      Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
+      EXPECT_EQ(got.records.size(), records.size());
+      EXPECT_TRUE(got.records == records);
+      ASSERT_EQ(got.errors.size(), 1u);
+      EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(got.errors[0].message(), HasSubstr(path));
+      EXPECT_THAT(got.errors[0].message(),
+                  HasSubstr(absl::StrCat("compressed offset ", check, ": incorrect data check")));
+    }
+  }
+}
+
+// Damage where a deflate block starts, after a sync flush that ends the first `kept` records: those come
+// out, then one DataLoss naming the damaged byte.
+TEST_P(TFRecordTest, CompressedDamageMidStreamKeepsTheRecordsBeforeIt) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 3000; ++i) records.push_back(Payload(200, 1000 + i));
+  constexpr size_t kKept = 2000;
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    absl::StatusOr<io::Deflater> d =
+        io::Deflater::Create(c == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
+    ASSERT_TRUE(d.ok());
+    std::string bytes;
+    size_t flushed = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      std::string framed;
+      io::AppendTFRecord(records[i], &framed);
+      ASSERT_TRUE(d->Compress(io::AsBytes(framed), &bytes).ok());
+      if (i + 1 == kKept) {
+        ASSERT_TRUE(d->Flush(&bytes).ok());
+        flushed = bytes.size();
+      }
+    }
+    ASSERT_TRUE(d->Finish(&bytes).ok());
+    bytes[flushed] = static_cast<char>(bytes[flushed] | 0x06);  // block type 3 (reserved): refused at once
+    const std::string path = TempPath(absl::StrCat("mid_damage", static_cast<int>(c)));
+    WriteFile(path, bytes);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    for (const ReadOptions& io : {DefaultIo(), SmallBlocks(4096, 2)}) {
+      Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
+      ASSERT_EQ(got.records.size(), kKept);
+      EXPECT_TRUE(std::equal(got.records.begin(), got.records.end(), records.begin()));
+      ASSERT_EQ(got.errors.size(), 1u);
+      EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(got.errors[0].message(), HasSubstr(path));
+      EXPECT_THAT(got.errors[0].message(),
+                  HasSubstr(absl::StrCat("compressed offset ", flushed + 1, ": invalid block type")));
+    }
+  }
+}
+
 TEST_P(TFRecordTest, MissingFileAndDirectory) {
   const std::string missing = TempPath("does_not_exist.tfrecord");
   Collected got = SyncWait(Collect(ReadTFRecords(reactor(), missing, {}, DefaultIo())));
@@ -618,6 +695,35 @@ TEST_P(TextLineTest, CorruptGzipAndMissingFile) {
   Collected missing = SyncWait(Collect(ReadTextLines(reactor(), TempPath("missing.txt"))));
   ASSERT_EQ(missing.errors.size(), 1u);
   EXPECT_EQ(missing.errors[0].code(), absl::StatusCode::kNotFound);
+}
+
+// The text and fixed-length readers see the same: every line or record, then the DataLoss.
+TEST_P(TextLineTest, CompressedBadTrailerYieldsEveryLineAndRecord) {
+  std::string lines;
+  for (int i = 0; i < 40000; ++i) absl::StrAppend(&lines, "line number ", i, "\n");
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    const std::string path = TempPath(absl::StrCat("bad_trailer_lines", static_cast<int>(c)));
+    const size_t check = WriteWithBadTrailer(path, lines, c);
+    TextLineOptions text;
+    text.compression = c;
+    text.io = DefaultIo();
+    Collected got = SyncWait(Collect(ReadTextLines(reactor(), path, text)));
+    ASSERT_EQ(got.records.size(), 40000u);
+    EXPECT_EQ(got.records.back(), "line number 39999");
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat(path, ": corrupt ")));
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat("compressed offset ", check)));
+
+    FixedLengthRecordOptions fixed;
+    fixed.compression = c;
+    fixed.record_bytes = 16;
+    fixed.io = DefaultIo();
+    got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, fixed)));
+    EXPECT_EQ(got.records.size(), lines.size() / 16);
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat("compressed offset ", check)));
+  }
 }
 
 using FixedLengthTest = ReaderTest;
