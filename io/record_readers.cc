@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/memory_limit.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
 #include "sluice/engine/async_event.h"
@@ -44,9 +46,12 @@ bool Contains(std::span<const std::byte> outer, std::span<const std::byte> inner
   return !less(inner.data(), outer.data()) && !less(outer.data() + outer.size(), inner.data() + inner.size());
 }
 
-// A view into `owner_range` (kept alive by `owner`) when large enough to be worth pinning, else a copy.
-Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::shared_ptr<const std::byte>& owner,
-                  std::span<const std::byte> owner_range, size_t min_zero_copy_bytes) {
+// A view into `owner_range` (kept alive by `owner`) when large enough to be worth pinning, else a copy;
+// ResourceExhausted naming `path` and the offset when the copy cannot be allocated.
+absl::StatusOr<Record> MakeRecord(std::span<const std::byte> data, uint64_t offset,
+                                  const std::shared_ptr<const std::byte>& owner,
+                                  std::span<const std::byte> owner_range, size_t min_zero_copy_bytes,
+                                  const std::string& path) {
   Record record;
   record.offset = offset;
   if (owner != nullptr && data.size() >= min_zero_copy_bytes && Contains(owner_range, data)) {
@@ -54,11 +59,28 @@ Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::s
     record.data = data;
     return record;
   }
-  std::shared_ptr<std::byte[]> copy = std::make_shared_for_overwrite<std::byte[]>(data.size());
+  std::shared_ptr<std::byte[]> copy;
+  try {
+    copy = std::make_shared_for_overwrite<std::byte[]>(data.size());
+  } catch (const std::bad_alloc&) {
+    return io::OutOfMemory(path, offset, "record", data.size(), "copying it out of the read buffer failed");
+  }
   if (!data.empty()) std::memcpy(copy.get(), data.data(), data.size());
   record.data = std::span<const std::byte>(copy.get(), data.size());
   record.owner = std::move(copy);
   return record;
+}
+
+// s += bytes, or false (s unchanged) when the allocator refuses: the caller reports where.
+bool TryAppend(std::string& s, const char* data, size_t n) {
+  try {
+    s.append(data, n);
+  } catch (const std::bad_alloc&) {
+    return false;
+  } catch (const std::length_error&) {
+    return false;
+  }
+  return true;
 }
 
 absl::StatusOr<Record> Failure(absl::Status status) { return status; }
@@ -254,7 +276,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
         if (!next->has_value()) break;
         last_error = absl::OkStatus();
         absl::StatusOr<Record> out =
-            MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
+            MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes, path);
         NotePosition(io, decoder.parser().record_start(), /*ended=*/false);
         co_yield std::move(out);
       }
@@ -298,21 +320,28 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
         co_yield std::move(error);
         co_return;
       }
+      // A line that continues in a later chunk is assembled in `pending`.
+      if ((found == nullptr || have_pending) && !TryAppend(pending, begin + pos, end - pos)) {
+        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+            path, line_start, "line", pending.size() + (end - pos),
+            "buffering that much of it failed, and the line goes on; the rest of the file is skipped"));
+        NotePosition(options.io, line_start, /*ended=*/true);
+        co_yield std::move(error);
+        co_return;
+      }
       if (found == nullptr) {
-        pending.append(begin + pos, size - pos);
         have_pending = true;
         break;
       }
       std::span<const std::byte> line;
       if (have_pending) {
-        pending.append(begin + pos, end - pos);
         line = std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size());
       } else {
         line = current.data.subspan(pos, end - pos);
       }
       if (!line.empty() && line.back() == std::byte{'\r'}) line = line.first(line.size() - 1);
       absl::StatusOr<Record> out =
-          MakeRecord(line, line_start, current.owner, current.data, options.io.min_zero_copy_bytes);
+          MakeRecord(line, line_start, current.owner, current.data, options.io.min_zero_copy_bytes, path);
       pending.clear();
       have_pending = false;
       pos = end + 1;
@@ -323,10 +352,9 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
   }
   if (have_pending) {
     // A last line without a newline is a line (a '\r' there is kept: only "\r\n" ends a line).
-    Record last = MakeRecord(
+    absl::StatusOr<Record> out = MakeRecord(
         std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size()), line_start,
-        nullptr, {}, options.io.min_zero_copy_bytes);
-    absl::StatusOr<Record> out(std::move(last));
+        nullptr, {}, options.io.min_zero_copy_bytes, path);
     NotePosition(options.io, line_start + pending.size(), /*ended=*/false);
     co_yield std::move(out);
   }
@@ -376,7 +404,15 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     data = data.subspan(skip);
     bool from_carry = false;
     if (!carry.empty()) {
-      carry.append(reinterpret_cast<const char*>(data.data()), data.size());
+      if (!TryAppend(carry, reinterpret_cast<const char*>(data.data()), data.size())) {
+        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+            path, next_offset, "record", record_bytes,
+            absl::StrCat("buffering the ", carry.size() + data.size(),
+                         " bytes from there failed; the rest of the file is skipped")));
+        NotePosition(options.io, next_offset, /*ended=*/true);
+        co_yield std::move(error);
+        co_return;
+      }
       data = std::span<const std::byte>(reinterpret_cast<const std::byte*>(carry.data()), carry.size());
       from_carry = true;
     }
@@ -384,7 +420,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     while (data.size() - pos >= needed) {
       absl::StatusOr<Record> out = MakeRecord(data.subspan(pos, record_bytes), next_offset,
                                               from_carry ? nullptr : current.owner, current.data,
-                                              options.io.min_zero_copy_bytes);
+                                              options.io.min_zero_copy_bytes, path);
       pos += record_bytes;
       next_offset += record_bytes;
       NotePosition(options.io, next_offset, /*ended=*/false);
@@ -392,8 +428,13 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     }
     if (from_carry) {
       carry.erase(0, pos);
-    } else {
-      carry.assign(reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos);
+    } else if (carry.clear(); !TryAppend(carry, reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos)) {
+      absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+          path, next_offset, "record", record_bytes,
+          absl::StrCat("buffering the ", data.size() - pos, " bytes from there failed; the rest of the file is skipped")));
+      NotePosition(options.io, next_offset, /*ended=*/true);
+      co_yield std::move(error);
+      co_return;
     }
   }
   absl::Status failure;

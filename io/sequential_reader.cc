@@ -31,13 +31,17 @@ size_t RoundUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignm
 // whatever thread the consumer drops it.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(size_t capacity, size_t max_free) : capacity_(capacity), max_free_(max_free) {}
+  // The free list is reserved here so that Release, which runs in a Block's deleter, never allocates.
+  BufferPool(size_t capacity, size_t max_free) : capacity_(capacity), max_free_(max_free) {
+    free_.reserve(max_free);
+  }
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
   ~BufferPool() {
     for (std::byte* p : free_) Free(p);
   }
 
+  // nullptr when out of memory (the caller reports it with the file and offset).
   std::shared_ptr<std::byte> Acquire() {
     std::byte* p = nullptr;
     {
@@ -48,9 +52,14 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       }
     }
     if (p == nullptr) {
-      p = static_cast<std::byte*>(::operator new(capacity_, std::align_val_t(kDirectIoAlignment)));
+      p = static_cast<std::byte*>(::operator new(capacity_, std::align_val_t(kDirectIoAlignment), std::nothrow));
+      if (p == nullptr) return nullptr;
     }
-    return std::shared_ptr<std::byte>(p, Returner{shared_from_this()});
+    try {
+      return std::shared_ptr<std::byte>(p, Returner{shared_from_this()});
+    } catch (const std::bad_alloc&) {
+      return nullptr;  // the control block: shared_ptr has handed `p` back to Release already
+    }
   }
 
   size_t capacity() const { return capacity_; }
@@ -108,6 +117,12 @@ void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint
   slot.read_length = std::min(RoundUp(length, kDirectIoAlignment), pool.capacity());
   slot.result = size_t{0};
   slot.done.Reset();
+  if (slot.buffer == nullptr) {
+    slot.result = absl::ResourceExhaustedError(absl::StrCat(file.path(), ": read buffer for offset ", offset,
+                                                            " needs ", pool.capacity(), " bytes: out of memory"));
+    slot.done.Set();
+    return;
+  }
   scope.Spawn(ReadIntoSlot(&file, &slot, &completion_thread));
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "io/memory_limit.h"
 
 namespace sluice::io {
 namespace {
@@ -48,7 +49,6 @@ Inflater::Inflater(ZlibFormat format, std::string name, size_t output_chunk_byte
     : format_(format),
       name_(std::move(name)),
       stream_(std::make_unique<z_stream>()),
-      output_(std::make_unique_for_overwrite<std::byte[]>(std::max<size_t>(output_chunk_bytes, 64))),
       output_size_(std::max<size_t>(output_chunk_bytes, 64)) {}
 
 Inflater::Inflater(Inflater&&) noexcept = default;
@@ -80,6 +80,11 @@ absl::Status Inflater::Error(absl::string_view what) const {
 }
 
 absl::Status Inflater::Init() {
+  // Allocated here, not in the constructor, so that running out of memory is a Status naming the file.
+  if (output_ == nullptr) {
+    output_ = TryAllocateBytes(output_size_);
+    if (output_ == nullptr) return OutOfMemory(name_, consumed_, "inflating", output_size_, "its output buffer");
+  }
   *stream_ = z_stream{};
   const int rc = inflateInit2(stream_.get(), WindowBits(format_));
   if (rc != Z_OK) {

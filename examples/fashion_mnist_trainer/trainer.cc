@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -117,6 +118,9 @@ struct EpochState {
   // leaves after the current step.
   std::atomic<bool> stop{false};
   std::stop_source cancel;  // wakes replicas blocked on their iterators when one of them failed
+  // Set where building a Status could itself run out of memory (the barrier's completion); Train()
+  // reports it after the replicas are joined.
+  std::atomic<bool> out_of_memory{false};
   std::mutex error_mutex;
   absl::Status error;
 
@@ -134,7 +138,17 @@ struct EpochState {
 // batch size) and the optimizer step on the shared weights.
 struct ApplyStep {
   EpochState* state;
+  // noexcept (std::barrier requires it): running out of memory here stops the run (and allocates nothing).
   void operator()() noexcept {
+    try {
+      Apply();
+    } catch (const std::bad_alloc&) {
+      state->out_of_memory.store(true, std::memory_order_relaxed);
+      state->stop.store(true, std::memory_order_release);
+      state->cancel.request_stop();
+    }
+  }
+  void Apply() {
     std::vector<std::span<const float>> grads(state->gradients.begin(), state->gradients.end());
     int64_t images = 0;
     double loss_sum = 0.0;
@@ -178,8 +192,17 @@ sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>*
     const Tensor& images = (*next)->first;
     const Tensor& labels = (*next)->second;
     state->batch_sizes[r] = labels.num_elements();
-    absl::StatusOr<float> loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(),
-                                                                state->gradients[r]);
+    absl::StatusOr<float> loss = 0.0f;
+    bool out_of_memory = false;
+    try {
+      loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(), state->gradients[r]);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;  // the Status is built once the handler has let go of the exception
+    }
+    if (out_of_memory) {
+      loss = absl::ResourceExhaustedError(
+          absl::StrCat("out of memory computing the gradients of a batch of ", labels.num_elements()));
+    }
     if (!loss.ok()) {
       status = loss.status();
       break;
@@ -219,8 +242,15 @@ absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
     if (!batch.ok()) return batch.status();
     std::span<const float> images = batch->first.span<float>();
     std::span<const int64_t> labels = batch->second.span<int64_t>();
-    test.images.insert(test.images.end(), images.begin(), images.end());
-    test.labels.insert(test.labels.end(), labels.begin(), labels.end());
+    // The whole test set is held in memory: say so when it does not fit, rather than abort.
+    try {
+      test.images.insert(test.images.end(), images.begin(), images.end());
+      test.labels.insert(test.labels.end(), labels.begin(), labels.end());
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory loading the test set from ", config.data_dir, " after ", test.labels.size(),
+          " images (", test.images.size() * sizeof(float), " bytes of pixels)"));
+    }
   }
   if (test.labels.empty()) {
     return absl::NotFoundError(absl::StrCat("no test records under ", config.data_dir,
@@ -295,14 +325,24 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
       for (int r = 0; r < config.replicas; ++r) {
         threads.emplace_back([&input, &state, &barrier, r] {
           sluice::RunLoop home;
-          absl::Status status =
-              home.Run(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home), state.cancel.get_token());
+          std::optional<sluice::Task<absl::Status>> loop;
+          absl::Status status;
+          try {
+            loop.emplace(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home));
+          } catch (const std::bad_alloc&) {  // the coroutine frame; inside it, errors are Statuses
+            status = absl::ResourceExhaustedError("out of memory starting the replica");
+            barrier.arrive_and_drop();  // as ReplicaLoop does when it leaves, so the others do not wait for it
+          }
+          if (loop.has_value()) status = home.Run(std::move(*loop), state.cancel.get_token());
           if (!status.ok()) state.Fail(absl::Status(status.code(), absl::StrCat("replica ", r, ": ", status.message())));
         });
       }
       for (std::thread& t : threads) t.join();
     }
     if (!state.error.ok()) return state.error;
+    if (state.out_of_memory.load(std::memory_order_relaxed)) {
+      return absl::ResourceExhaustedError("out of memory while averaging the replicas' gradients");
+    }
     train_seconds += progress.elapsed_seconds();
     images += progress.images();
     result.steps += state.steps;
@@ -325,6 +365,22 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
                            .test_loss = result.epochs.back().test_loss,
                            .input_wait_share = result.input_wait_share});
   return result;
+}
+
+int TrainAndReport(const TrainerConfig& config, std::ostream& out, std::ostream& err) {
+  absl::Status status;
+  try {
+    status = Train(config, out).status();
+  } catch (const std::bad_alloc&) {
+    status = absl::ResourceExhaustedError("out of memory (std::bad_alloc)");
+  }
+  if (status.ok()) return 0;
+  err << "fashion_mnist_trainer: " << status << "\n";
+  if (status.code() == absl::StatusCode::kResourceExhausted) {
+    err << "(not enough memory: free some, raise the process's limits, or use fewer replicas or a smaller "
+           "--shuffle-buffer)\n";
+  }
+  return 1;
 }
 
 }  // namespace fashion_mnist

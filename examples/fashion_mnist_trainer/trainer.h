@@ -13,7 +13,9 @@
 //   step to the shared weights and reports progress. So R replicas train exactly as one big-batch step.
 // - Determinism: with deterministic pipeline options (the default) the same seed gives the same weights,
 //   losses and accuracies run after run, whatever the number of threads.
-// - Errors: a missing data directory, a bad record or a model error ends the run with that Status.
+// - Errors: a missing data directory, a bad record or a model error ends the run with that Status; so does
+//   running out of memory (RESOURCE_EXHAUSTED: from the readers, naming file, offset and size, or from
+//   the trainer, e.g. while holding the test set).
 // - Threading: Train() blocks; it starts one thread per replica and joins them before returning.
 //
 //   TrainerConfig config;
@@ -78,6 +80,11 @@ sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config);
 
 // Trains as described above, writing the progress and the final summary to `out`.
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out);
+
+// Train() for the command line: the exit status (0 trained, 1 failed) with the failure written to `err`
+// as "fashion_mnist_trainer: STATUS". Running out of memory anywhere on the calling thread (a
+// std::bad_alloc, which would otherwise abort the process) is reported the same way.
+int TrainAndReport(const TrainerConfig& config, std::ostream& out, std::ostream& err);
 
 }  // namespace fashion_mnist
 

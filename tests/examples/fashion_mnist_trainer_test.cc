@@ -2,7 +2,14 @@
 
 #include "examples/fashion_mnist_trainer/model.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "sluice/distribute.h"
+#include "io/tfrecord_format.h"
 #include "tests/test_util.h"
 #include "tools/sluice/convert.h"
 
@@ -155,6 +163,60 @@ TEST_F(TrainerTest, BadConfigIsInvalidArgument) {
   config.replicas = 2;
   config.model = "transformer";
   EXPECT_EQ(Train(config, log).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// VmData of this process, in bytes.
+uint64_t DataBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmData:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+// Runs in a child: TrainAndReport with only ~160 MiB more data memory allowed; exits with its status.
+void TrainUnderDataLimit(const TrainerConfig& config, const std::vector<std::string>& cleanup) {
+  const rlimit limit{DataBytes() + (uint64_t{160} << 20), RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
+  std::ostringstream out, err;
+  const int code = TrainAndReport(config, out, err);
+  std::fprintf(stderr, "%s", err.str().c_str());
+  std::fflush(stderr);
+  // _Exit skips the exit-time cleanup of TempPath folders: remove this process's own.
+  std::error_code ignored;
+  for (const std::string& dir : cleanup) std::filesystem::remove_all(dir, ignored);
+  std::_Exit(code);
+}
+
+// Issue 13: running out of memory is a message and exit status 1, not an abort. A test shard holds one
+// record of 250 MiB (a hole in a sparse file) and the run has far less memory than that: the reader's
+// RESOURCE_EXHAUSTED, naming the shard, the offset and the size, ends the run.
+TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_DATA for them";
+#endif
+  const std::string dir = sluice::testing_util::TempPath("fashion_mnist_oom");
+  std::filesystem::create_directories(dir);
+  for (const auto& entry : std::filesystem::directory_iterator(*dir_)) {
+    if (entry.path().filename().string().rfind("train-", 0) == 0) {
+      std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
+    }
+  }
+  constexpr uint64_t kRecord = uint64_t{250} << 20;  // under max_record_bytes (256 MiB)
+  std::byte header[sluice::io::kTFRecordHeaderBytes];
+  sluice::io::EncodeTFRecordHeader(kRecord, header);
+  const std::string shard = dir + "/test-00000-of-00001.tfrecord";
+  sluice::testing_util::WriteFile(shard, std::string(reinterpret_cast<const char*>(header), sizeof(header)));
+  ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(sizeof(header) + kRecord + 4)), 0);
+  TrainerConfig config = SmallConfig();
+  config.data_dir = dir;
+  config.epochs = 1;
+  config.max_steps_per_epoch = 1;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(TrainUnderDataLimit(config, {dir, *dir_}), ::testing::ExitedWithCode(1),
+              "fashion_mnist_trainer: RESOURCE_EXHAUSTED: .*test-00000-of-00001.tfrecord: record at offset 0 "
+              "needs 262144000 bytes: out of memory");
 }
 
 }  // namespace

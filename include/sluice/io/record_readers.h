@@ -20,8 +20,12 @@
 //   truncation raises SIGBUS, and a rewrite changes the bytes of records already yielded.
 // - Errors are elements (a consumer may keep pulling after a recoverable one); all name the path and a
 //   byte offset. NotFound / PermissionDenied / FailedPrecondition (directory) when the file cannot be
-//   opened, read errors from the reactor, and DataLoss for bad content. I/O errors, cancellation and
-//   unrecoverable format errors end the stream.
+//   opened, read errors from the reactor, and DataLoss for bad content. A record (line, block) that
+//   cannot be allocated is ResourceExhausted naming the path, its offset and the bytes it needs (a TFRecord
+//   length header beyond what memory could ever hold, RAM + swap or the rlimits, is refused before any
+//   allocation; never a std::bad_alloc). I/O errors, cancellation, running out of memory while assembling
+//   a record and unrecoverable format errors end the stream; a record that fits but whose copy fails is
+//   one error element, and reading goes on.
 // - Cancellation: a stop requested on the consumer's token ends the stream with CancelledError at the
 //   next block boundary at the latest; reads in flight are cancelled and awaited.
 // - Threading: parsing runs on ReadOptions::parse_on (ThreadPool::Default() when null), never on the
