@@ -364,8 +364,16 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
                                                               FixedLengthRecordOptions options) {
   const uint64_t record_bytes = options.record_bytes;
   absl::Status bad_options;
+  uint64_t sum = 0;
   if (record_bytes == 0) {
     bad_options = absl::InvalidArgumentError(absl::StrCat(path, ": record_bytes must be positive"));
+  } else if (__builtin_add_overflow(options.header_bytes, options.footer_bytes, &sum) ||
+             __builtin_add_overflow(record_bytes, options.footer_bytes, &sum) ||
+             __builtin_add_overflow(sum, options.header_bytes, &sum)) {
+    // Every size below is computed from these sums: refuse them rather than wrap around.
+    bad_options = absl::InvalidArgumentError(absl::StrCat(
+        path, ": header_bytes (", options.header_bytes, ") + record_bytes (", record_bytes, ") + footer_bytes (",
+        options.footer_bytes, ") is more than any file can hold (2^64 - 1 bytes)"));
   } else if (options.start_offset != 0 && (options.start_offset < options.header_bytes ||
                                            (options.start_offset - options.header_bytes) % record_bytes != 0)) {
     bad_options = absl::InvalidArgumentError(absl::StrCat(

@@ -178,6 +178,48 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
     co_yield std::move(error);
     co_return;
   }
+  if (size == 0) {
+    // /proc and /sys files stat as empty but read as text, and a file opened empty may be written since:
+    // read such a file to its end, a block at a time, rather than pass it off as empty.
+    std::shared_ptr<BufferPool> pool =
+        std::make_shared<BufferPool>(RoundUp(options.block_size, kDirectIoAlignment), 1);
+    for (uint64_t pos = 0;;) {
+      std::stop_token stop = co_await CurrentStopToken();
+      if (stop.stop_requested()) {
+        absl::StatusOr<Block> error =
+            Failure(absl::CancelledError(absl::StrCat(path, ": read cancelled at offset ", pos)));
+        co_yield std::move(error);
+        co_return;
+      }
+      std::shared_ptr<std::byte> buffer = pool->Acquire();
+      if (buffer == nullptr) {
+        absl::StatusOr<Block> error = Failure(absl::ResourceExhaustedError(absl::StrCat(
+            path, ": read buffer for offset ", pos, " needs ", pool->capacity(), " bytes: out of memory")));
+        co_yield std::move(error);
+        co_return;
+      }
+      const std::span<std::byte> into(buffer.get(), pool->capacity());  // GCC12 PR100611
+      absl::StatusOr<size_t> got = co_await file.ReadAt(into, pos);
+      ResumeOn hop{options.resume_on};  // the read completed on the reactor's thread
+      co_await hop;
+      if (!got.ok()) {
+        absl::StatusOr<Block> error = Failure(got.status());
+        co_yield std::move(error);
+        co_return;
+      }
+      if (*got == 0) co_return;
+      Block block;
+      block.data = std::span<const std::byte>(buffer.get(), *got);
+      block.buffer = std::move(buffer);
+      block.offset = pos;
+      pos += *got;
+      // A direct read past a short one would start unaligned: the end the file had is enough.
+      const bool last = file.direct() && *got < into.size();
+      absl::StatusOr<Block> out(std::move(block));
+      co_yield std::move(out);
+      if (last) co_return;
+    }
+  }
   if (start == size) co_return;
   if (io::ShouldMap(file, options)) {
     AsyncGenerator<absl::StatusOr<Block>> windows = io::MapBlocks(reactor, std::move(file), path, options);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -787,6 +788,72 @@ TEST_P(FixedLengthTest, PartialRecordTooShortAndBadOptions) {
   options.footer_bytes = 0;
   options.record_bytes = 4;
   got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, options)));
+  EXPECT_TRUE(got.records.empty());
+  EXPECT_TRUE(got.errors.empty());
+}
+
+// Issue 13, item 8: header + footer past 2^64 wrapped around and the messages printed the wrapped sums.
+TEST_P(FixedLengthTest, SizesPastTwoToTheSixtyFourAreInvalidArgument) {
+  const std::string path = TempPath("fixed_overflow");
+  WriteFile(path, "HHabcdefgFF");
+  constexpr uint64_t kHalf = uint64_t{1} << 63;
+  for (const auto& [header, record, footer] :
+       {std::tuple{kHalf, uint64_t{1}, kHalf}, std::tuple{uint64_t{0}, ~uint64_t{0}, uint64_t{1}},
+        std::tuple{uint64_t{2}, kHalf, kHalf - 1}}) {
+    FixedLengthRecordOptions options;
+    options.header_bytes = header;
+    options.record_bytes = record;
+    options.footer_bytes = footer;
+    options.io = DefaultIo();
+    Collected got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, options)));
+    EXPECT_TRUE(got.records.empty());
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kInvalidArgument) << got.errors[0];
+    EXPECT_THAT(std::string(got.errors[0].message()),
+                HasSubstr(absl::StrCat(path, ": header_bytes (", header, ") + record_bytes (", record,
+                                       ") + footer_bytes (", footer, ") is more than any file can hold")));
+  }
+}
+
+// Issue 13, item 8: a symbolic link loop was UNKNOWN; it is FAILED_PRECONDITION naming the path.
+TEST_P(TFRecordTest, SymlinkLoopIsFailedPreconditionNamingThePath) {
+  const std::string a = TempPath("loop_a");
+  const std::string b = TempPath("loop_b");
+  std::remove(a.c_str());  // left by the test's run with another parameter
+  std::remove(b.c_str());
+  ASSERT_EQ(::symlink(b.c_str(), a.c_str()), 0);
+  ASSERT_EQ(::symlink(a.c_str(), b.c_str()), 0);
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), a, {}, DefaultIo())));
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kFailedPrecondition) << got.errors[0];
+  EXPECT_THAT(got.errors[0].message(), HasSubstr(a));
+  EXPECT_THAT(got.errors[0].message(), HasSubstr("Too many levels of symbolic links"));
+}
+
+// Issue 13, item 8: /proc files stat as empty but read as text; they were 0 records and no error. A file of
+// size 0 is read to its end.
+TEST_P(TextLineTest, FileOfSizeZeroIsReadToItsEnd) {
+  TextLineOptions options;
+  options.io = DefaultIo();
+  Collected status = SyncWait(Collect(ReadTextLines(reactor(), "/proc/self/status", options)));
+  EXPECT_TRUE(status.errors.empty()) << status.errors[0];
+  ASSERT_GT(status.records.size(), 10u);
+  EXPECT_EQ(status.records[0].rfind("Name:\t", 0), 0u) << status.records[0];
+  EXPECT_NE(std::find(status.records.begin(), status.records.end(), absl::StrCat("Pid:\t", ::getpid())),
+            status.records.end());
+  // Larger than a block (4 KiB here): read block after block until a read returns nothing.
+  options.io = SmallBlocks(4096, 2);
+  Collected smaps = SyncWait(Collect(ReadTextLines(reactor(), "/proc/self/smaps", options)));
+  EXPECT_TRUE(smaps.errors.empty()) << smaps.errors[0];
+  size_t bytes = 0;
+  for (const std::string& line : smaps.records) bytes += line.size() + 1;
+  EXPECT_GT(bytes, 3 * 4096u);
+  EXPECT_EQ(smaps.offsets.back() + smaps.records.back().size() + 1, bytes);
+  // A truly empty file is still no lines and no error.
+  const std::string empty = TempPath("really_empty.txt");
+  WriteFile(empty, "");
+  options.io = DefaultIo();
+  Collected got = SyncWait(Collect(ReadTextLines(reactor(), empty, options)));
   EXPECT_TRUE(got.records.empty());
   EXPECT_TRUE(got.errors.empty());
 }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/crc32c.h"
+#include "io/file_errors.h"
 #include "io/tfrecord_format.h"
 #include "sluice/engine/async_generator.h"
 #include "sluice/engine/reactor.h"
@@ -84,13 +85,13 @@ absl::StatusOr<TFRecordSource> TFRecordSource::Open(const std::string& path,
     source.fd_ = stdin_fd;
   } else {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, path);
+    if (::stat(path.c_str(), &st) != 0) return io::ErrnoStatus(errno, path);
     if (S_ISDIR(st.st_mode)) {
       return absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a TFRecord file"));
     }
     const bool seekable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return absl::ErrnoToStatus(errno, path);
+    if (fd < 0) return io::ErrnoStatus(errno, path);
     if (seekable) {
       source.file_bytes_ = static_cast<uint64_t>(st.st_size);
       std::array<unsigned char, io::kTFRecordHeaderBytes> head{};

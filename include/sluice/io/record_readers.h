@@ -64,7 +64,8 @@
 //   decompressed stream. A body that is not a multiple of record_bytes yields every whole record, then
 //   DataLoss naming the leftover bytes (TensorFlow does that for compressed files and drops the leftover
 //   silently for uncompressed ones; sluice never reads short silently). A file shorter than
-//   header_bytes + footer_bytes is DataLoss. record_bytes == 0 is InvalidArgument. A start_offset other
+//   header_bytes + footer_bytes is DataLoss. record_bytes == 0, and header_bytes + record_bytes +
+//   footer_bytes past 2^64 - 1, are InvalidArgument naming the three. A start_offset other
 //   than 0 (the first record) must be header_bytes + k * record_bytes, else InvalidArgument; past the last
 //   record's end (the footer's start) is OutOfRange.
 //

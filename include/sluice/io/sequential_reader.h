@@ -5,7 +5,9 @@
 //   options.block_size bytes (the first and the last one may be shorter; an empty file yields none).
 //   Block::offset is the block's byte offset in the file. The file's size is
 //   taken when it is opened; a file that shrinks while being read yields DataLoss (never a silent short
-//   read), bytes appended after the open are not read.
+//   read), bytes appended after the open are not read. Except: a file whose size is 0 when opened (/proc
+//   and /sys files stat as empty but read as text) is read to its end, one block at a time, without
+//   read-ahead; a truly empty file yields no block. Block devices are sized with BLKGETSIZE64.
 // - Read-ahead: up to options.blocks_in_flight reads are outstanding while the consumer holds a block, so
 //   parsing block k overlaps reading blocks k+1..k+depth. The reads are started eagerly when the
 //   generator first runs.
