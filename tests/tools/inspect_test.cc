@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <sstream>
@@ -395,24 +397,62 @@ TEST_F(InspectTest, StdinStreamWithCompressionDetected) {
   }
 }
 
-TEST_F(InspectTest, NamedFifoIsReadAsAStream) {
+// Issue 13, item 6: a FIFO given by path blocked the open forever without a writer, and with one it
+// consumed the writer's data before failing. It is refused at once, its data left where it was; a FIFO
+// redirected to stdin ("-") is still read as a stream.
+TEST_F(InspectTest, NamedFifoIsRefusedWithoutWaitingOrReading) {
   const std::string path = testing_util::TempPath("inspect_fifo");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  const std::string bytes = Gzip(testing_util::ReadWholeFile(SharedFile("beam_foo_bar.tfrecord")));
-  std::thread writer([&] {
+  // No writer. Were the open to block, a watchdog opens the write end (bounded: 30 s) so that the test
+  // fails instead of hanging.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 3000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done.load()) return;
+    ADD_FAILURE() << "sluice inspect blocked on a FIFO without a writer";
     const int fd = ::open(path.c_str(), O_WRONLY);
-    if (fd < 0) return;
-    EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
   });
-  InspectRun run = Inspect({"--json", path});
-  writer.join();
+  InspectRun run = Inspect({path});
+  done.store(true);
+  watchdog.join();
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("error: FAILED_PRECONDITION: ", path,
+                                              ": not a regular file (a FIFO); files are read by path, streams "
+                                              "from stdin: sluice inspect - < ", path)));
+
+  // A writer with data in the FIFO: refused the same way, and the data is still there afterwards.
+  const int rw = ::open(path.c_str(), O_RDWR | O_NONBLOCK);  // Linux: a FIFO end that never blocks
+  ASSERT_GE(rw, 0);
+  const std::string bytes = Gzip(testing_util::ReadWholeFile(SharedFile("beam_foo_bar.tfrecord")));
+  ASSERT_EQ(::write(rw, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  const InspectRun json = Inspect({"--json", path});
+  EXPECT_EQ(json.exit_code, 1);
+  const Json line = JsonLines(json.out).at(0);
+  EXPECT_EQ(line["crc"], "unchecked");
+  EXPECT_EQ(line["first_error"]["code"], "FAILED_PRECONDITION");
+  std::string left(bytes.size() + 1, '\0');
+  EXPECT_EQ(::read(rw, left.data(), left.size()), static_cast<ssize_t>(bytes.size()));
+  left.resize(bytes.size());
+  EXPECT_EQ(left, bytes);
+
+  // The same FIFO as stdin is a stream (the shell's `sluice inspect - < FIFO`).
+  ASSERT_EQ(::write(rw, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  const int writer_gone = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(writer_gone, 0);
+  ::close(rw);  // end of stream once the data is read: no writer is left
+  const InspectRun stream = Inspect({"--json", "-"}, writer_gone);
+  ::close(writer_gone);
   std::remove(path.c_str());
-  EXPECT_EQ(run.exit_code, 0) << run.out;
-  const Json line = JsonLines(run.out).at(0);
-  EXPECT_EQ(line["compression"], "GZIP");
-  EXPECT_EQ(line["records"], 2);
-  EXPECT_EQ(line["bytes"], bytes.size());
+  EXPECT_EQ(stream.exit_code, 0) << stream.out;
+  const Json streamed = JsonLines(stream.out).at(0);
+  EXPECT_EQ(streamed["compression"], "GZIP");
+  EXPECT_EQ(streamed["records"], 2);
+
+  // Character devices too: /dev/zero used to be read forever.
+  const InspectRun zero = Inspect({"/dev/zero"});
+  EXPECT_EQ(zero.exit_code, 1);
+  EXPECT_THAT(zero.out, HasSubstr("/dev/zero: not a regular file (a character device)"));
 }
 
 // Issue #13, item 2: every error was kept and printed twice (stdout and stderr).

@@ -1,8 +1,10 @@
 // `sluice inspect`: describes TFRecord files, as text, as JSON Lines, or as a dump of their records.
 //
 // Contract:
-// - Input: every FILE of options.files in order; "-" is options.stdin_fd, and pipes and FIFOs are read as
-//   streams (TFRecordSource). Compression is detected per file unless options.compression is set.
+// - Input: every FILE of options.files in order; "-" is options.stdin_fd, read as a stream (a pipe, or a
+//   FIFO redirected to stdin); a path must be a regular file: a FIFO or device by path is refused at once,
+//   without waiting for a writer or reading its data (TFRecordSource). Compression is detected per file
+//   unless options.compression is set.
 // - kText: per file, its name, then "compression:", the first record decoded ("first record:", see
 //   RecordDisplay), each error as it is met ("error:"), "records:", "bytes:", "decoded:" with --all, a
 //   "crc:" line ("ok"; "FAILED (N bad records)" when data or length CRCs mismatched; "unchecked" when

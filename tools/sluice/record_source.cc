@@ -57,6 +57,13 @@ Task<void> VisitFileRecords(Reactor* reactor, std::string path, Compression comp
   }
 }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
 
 Compression DetectCompression(std::span<const unsigned char> head) {
@@ -84,29 +91,35 @@ absl::StatusOr<TFRecordSource> TFRecordSource::Open(const std::string& path,
   if (path == "-") {
     source.fd_ = stdin_fd;
   } else {
+    // Non-blocking, and the type taken from the open fd: a FIFO without a writer would block open(2), and
+    // nothing is read before the type is known (a writer's data stays in the FIFO).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return io::ErrnoStatus(errno, path);
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return io::ErrnoStatus(errno, path);
+    if (::fstat(fd, &st) != 0) {
+      const int stat_errno = errno;
+      ::close(fd);
+      return io::ErrnoStatus(stat_errno, path);
+    }
     if (S_ISDIR(st.st_mode)) {
+      ::close(fd);
       return absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a TFRecord file"));
     }
-    const bool seekable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io::ErrnoStatus(errno, path);
-    if (seekable) {
-      source.file_bytes_ = static_cast<uint64_t>(st.st_size);
-      std::array<unsigned char, io::kTFRecordHeaderBytes> head{};
-      ssize_t n = 0;
-      if (!compression) n = ::pread(fd, head.data(), head.size(), 0);
-      const int read_errno = errno;
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
       ::close(fd);
-      if (n < 0) return absl::ErrnoToStatus(read_errno, absl::StrCat(path, ": read"));
-      if (!compression) {
-        source.compression_ = DetectCompression(std::span(head.data(), static_cast<size_t>(n)));
-      }
-      return source;
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": not a regular file (", FileKind(st.st_mode),
+          "); files are read by path, streams from stdin: sluice inspect - < ", path));
     }
-    source.fd_ = fd;
-    source.owns_fd_ = true;
+    source.file_bytes_ = static_cast<uint64_t>(st.st_size);
+    std::array<unsigned char, io::kTFRecordHeaderBytes> head{};
+    ssize_t n = 0;
+    if (!compression) n = ::pread(fd, head.data(), head.size(), 0);
+    const int read_errno = errno;
+    ::close(fd);
+    if (n < 0) return io::ErrnoStatus(read_errno, absl::StrCat(path, ": read"));
+    if (!compression) source.compression_ = DetectCompression(std::span(head.data(), static_cast<size_t>(n)));
+    return source;
   }
   if (!compression) {
     source.head_.resize(io::kTFRecordHeaderBytes);
@@ -126,12 +139,9 @@ TFRecordSource::TFRecordSource(TFRecordSource&& other) noexcept
       detected_(other.detected_),
       file_bytes_(other.file_bytes_),
       fd_(std::exchange(other.fd_, -1)),
-      owns_fd_(std::exchange(other.owns_fd_, false)),
       head_(std::move(other.head_)) {}
 
-TFRecordSource::~TFRecordSource() {
-  if (owns_fd_) ::close(fd_);
-}
+TFRecordSource::~TFRecordSource() = default;
 
 uint64_t TFRecordSource::Scan(RecordVisitor& visitor) {
   if (is_stream()) return ScanStream(visitor);
