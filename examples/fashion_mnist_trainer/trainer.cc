@@ -75,9 +75,23 @@ struct DecodeImage {
   }
 };
 
-Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, std::string split, bool shuffle_files) {
-  Dataset<std::string> files =
-      sluice::ListFiles({absl::StrCat(config.data_dir, "/", split, "-*.tfrecord*")}, shuffle_files, config.seed);
+// `path` as a glob(3) pattern that matches only itself.
+std::string GlobLiteral(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The shards the manifest lists, through ListFiles: it sorts them and shuffles with the seed as it did
+// when it globbed SPLIT-*.tfrecord*, so a folder of one conversion trains exactly as before.
+Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, const std::vector<std::string>& shards,
+                                    bool shuffle_files) {
+  std::vector<std::string> patterns;
+  for (const std::string& shard : shards) patterns.push_back(GlobLiteral(shard));
+  Dataset<std::string> files = sluice::ListFiles(std::move(patterns), shuffle_files, config.seed);
   return files
       .Interleave(OpenShard{}, kCycleLength, kBlockLength, config.parallel_calls, config.deterministic,
                   "fashion_mnist.OpenShard")
@@ -218,26 +232,14 @@ sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>*
   co_return status;
 }
 
-absl::StatusOr<int64_t> CountRecords(const TrainerConfig& config) {
-  Dataset<std::string> files = sluice::ListFiles({absl::StrCat(config.data_dir, "/train-*.tfrecord*")}, false);
-  sluice::Iterator<int64_t> it =
-      files.Interleave(OpenShard{}, 1, 1).Map([](const std::string&) { return int64_t{1}; }).MakeIterator();
-  int64_t count = 0;
-  for (absl::StatusOr<int64_t> one : it) {
-    if (!one.ok()) return one.status();
-    count += *one;
-  }
-  return count;
-}
-
 struct TestSet {
   std::vector<float> images;
   std::vector<int64_t> labels;
 };
 
-absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
+absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config, const ShardSet& shards) {
   TestSet test;
-  sluice::Iterator<ImageLabelBatch> it = MakeTestPipeline(config).MakeIterator();
+  sluice::Iterator<ImageLabelBatch> it = MakeTestPipeline(config, shards).MakeIterator();
   for (absl::StatusOr<ImageLabelBatch> batch : it) {
     if (!batch.ok()) return batch.status();
     std::span<const float> images = batch->first.span<float>();
@@ -261,14 +263,14 @@ absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
 
 }  // namespace
 
-Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config) {
-  return DecodedExamples(config, "train", /*shuffle_files=*/true)
+Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards) {
+  return DecodedExamples(config, shards.train, /*shuffle_files=*/true)
       .Shuffle(config.shuffle_buffer, config.seed, /*reshuffle_each_iteration=*/true)
       .Batch(config.global_batch_size);
 }
 
-Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config) {
-  return DecodedExamples(config, "test", /*shuffle_files=*/false).Batch(kDefaultBatchSize);
+Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config, const ShardSet& shards) {
+  return DecodedExamples(config, shards.test, /*shuffle_files=*/false).Batch(kDefaultBatchSize);
 }
 
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out) {
@@ -280,13 +282,18 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   absl::StatusOr<std::unique_ptr<Model>> made = MakeModel(config.model, config.seed);
   if (!made.ok()) return made.status();
   std::unique_ptr<Model> model = std::move(*made);
-  absl::StatusOr<int64_t> train_records = CountRecords(config);
-  if (!train_records.ok()) return train_records.status();
-  if (*train_records == 0) {
+  // The files of one conversion, from its manifest: never a mix of two, never a leftover .tmp file.
+  absl::StatusOr<ShardSet> shards = FindShards(config.data_dir);
+  if (!shards.ok()) return shards.status();
+  for (const std::string& ignored : shards->ignored) {
+    out << "note: ignoring " << ignored << " (left by an interrupted conversion)\n";
+  }
+  const int64_t train_records = shards->train_records;
+  if (train_records == 0) {
     return absl::NotFoundError(absl::StrCat("no training records under ", config.data_dir,
                                             " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
   }
-  absl::StatusOr<TestSet> test = LoadTestSet(config);
+  absl::StatusOr<TestSet> test = LoadTestSet(config, *shards);
   if (!test.ok()) return test.status();
 
   const float base_rate = config.learning_rate > 0 ? config.learning_rate : DefaultLearningRate(*model);
@@ -296,9 +303,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   sluice::DistributeOptions distribute_options;
   distribute_options.iterator_options.deterministic = config.deterministic;
   sluice::DistributedDataset<ImageLabelBatch> distributed =
-      strategy.DistributeDataset(MakeTrainPipeline(config), distribute_options);
+      strategy.DistributeDataset(MakeTrainPipeline(config, *shards), distribute_options);
 
-  out << "training " << model->name() << " on " << *train_records << " images (" << config.data_dir << "), "
+  out << "training " << model->name() << " on " << train_records << " images (" << config.data_dir << "), "
       << config.replicas << " replicas, global batch " << config.global_batch_size << ", " << config.epochs
       << " epochs\n";
   TrainResult result;
@@ -308,7 +315,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   int64_t images = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     optimizer.learning_rate = CosineLearningRate(base_rate, epoch, config.epochs);
-    int64_t epoch_images = *train_records;
+    int64_t epoch_images = train_records;
     if (config.max_steps_per_epoch >= 0) {
       epoch_images = std::min(epoch_images, config.max_steps_per_epoch * config.global_batch_size);
     }

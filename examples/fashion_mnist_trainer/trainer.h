@@ -2,9 +2,11 @@
 // replica a coroutine on its own thread that co_awaits its own replica iterator.
 //
 // Contract:
-// - Input: OUT/train-*.tfrecord[.gz] and OUT/test-*.tfrecord[.gz] as written by `sluice convert
-//   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64).
-// - Training pipeline (MakeTrainPipeline): ListFiles(train-*, shuffled with the seed) -> Interleave(TFRecord,
+// - Input: the train and test shards that OUT/manifest.txt lists, as written by `sluice convert
+//   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64); see shards.h for the
+//   folders refused (mixed shard sets, files that disagree with the manifest) and the .tmp files ignored.
+//   The epoch size is the manifest's train record count.
+// - Training pipeline (MakeTrainPipeline): ListFiles(the train shards, shuffled with the seed) -> Interleave(TFRecord,
 //   parallel) -> ParseExample -> Map(decode to float32 [784], standardised, parallel) -> Shuffle(seeded,
 //   reshuffled each epoch) -> Batch(global batch). One pass is one epoch; the last batch may be short.
 // - Step: every replica gets its piece of the same global batch (tf.distribute's split), computes the
@@ -33,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/dataset.h"
+#include "shards.h"
 #include "sluice/io/tensor.h"
 
 namespace fashion_mnist {
@@ -72,11 +75,12 @@ struct TrainResult {
   double input_wait_share = 0.0;  // share of the replicas' step time spent waiting for input
 };
 
-// The training input of one epoch, batched with the global batch size.
-sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config);
+// The training input of one epoch from `shards` (FindShards(config.data_dir)), batched with the global
+// batch size.
+sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards);
 
 // The test split, in file order, batched for evaluation.
-sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config);
+sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config, const ShardSet& shards);
 
 // Trains as described above, writing the progress and the final summary to `out`.
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out);

@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "sluice/distribute.h"
 #include "io/tfrecord_format.h"
@@ -113,7 +116,9 @@ TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
   TrainerConfig config = SmallConfig();
   config.global_batch_size = 30;  // not a multiple of 4: uneven pieces
   std::vector<ImageLabelBatch> global;
-  sluice::Iterator<ImageLabelBatch> plain = MakeTrainPipeline(config).MakeIterator();
+  absl::StatusOr<ShardSet> shards = FindShards(config.data_dir);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  sluice::Iterator<ImageLabelBatch> plain = MakeTrainPipeline(config, *shards).MakeIterator();
   for (absl::StatusOr<ImageLabelBatch> batch : plain) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     global.push_back(*std::move(batch));
@@ -121,7 +126,8 @@ TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
   ASSERT_EQ(static_cast<int64_t>(global.size()), (kExamples + 29) / 30);
 
   sluice::MirroredStrategy strategy(4);
-  sluice::DistributedDataset<ImageLabelBatch> distributed = strategy.DistributeDataset(MakeTrainPipeline(config));
+  sluice::DistributedDataset<ImageLabelBatch> distributed =
+      strategy.DistributeDataset(MakeTrainPipeline(config, *shards));
   sluice::DistributedIterator<ImageLabelBatch> it = distributed.MakeIterator();
   size_t step = 0;
   for (;; ++step) {
@@ -198,6 +204,12 @@ TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
 #endif
   const std::string dir = sluice::testing_util::TempPath("fashion_mnist_oom");
   std::filesystem::create_directories(dir);
+  std::string manifest;
+  // The manifest of the converted slice, its test shard replaced by the one below.
+  const std::string original = sluice::testing_util::ReadWholeFile(*dir_ + "/manifest.txt");
+  for (absl::string_view line : absl::StrSplit(original, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, "file test ")) absl::StrAppend(&manifest, line, "\n");
+  }
   for (const auto& entry : std::filesystem::directory_iterator(*dir_)) {
     if (entry.path().filename().string().rfind("train-", 0) == 0) {
       std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
@@ -208,7 +220,10 @@ TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
   sluice::io::EncodeTFRecordHeader(kRecord, header);
   const std::string shard = dir + "/test-00000-of-00001.tfrecord";
   sluice::testing_util::WriteFile(shard, std::string(reinterpret_cast<const char*>(header), sizeof(header)));
-  ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(sizeof(header) + kRecord + 4)), 0);
+  const uint64_t shard_bytes = sizeof(header) + kRecord + 4;
+  ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(shard_bytes)), 0);
+  absl::StrAppend(&manifest, "file test test-00000-of-00001.tfrecord 1 ", shard_bytes, "\n");
+  sluice::testing_util::WriteFile(dir + "/manifest.txt", manifest);
   TrainerConfig config = SmallConfig();
   config.data_dir = dir;
   config.epochs = 1;
