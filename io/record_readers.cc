@@ -211,6 +211,21 @@ Task<absl::Status> CheckOnReactor(Reactor* reactor, CrcCheck* check) {
   co_return absl::OkStatus();
 }
 
+// After a framing error in a compressed file: inflates the rest of it, discarding the output, and returns
+// the compressed stream's own error (or OK). `blocks` and `decoder` live in the caller's frame, which
+// awaits this task in the statement that calls it.
+Task<absl::Status> SkipCompressedRest(AsyncGenerator<absl::StatusOr<Block>>* blocks, io::TFRecordDecoder* decoder) {
+  absl::Status damage = decoder->SkipCompressed();  // the rest of the block being decoded
+  while (damage.ok() && !decoder->skip_gave_up()) {
+    std::optional<absl::StatusOr<Block>> block = co_await blocks->Next();
+    if (!block.has_value()) co_return decoder->FinishCompressed();
+    if (!block->ok()) co_return block->status();
+    decoder->Feed((*block)->data);
+    damage = decoder->SkipCompressed();
+  }
+  co_return damage;
+}
+
 }  // namespace
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
@@ -265,7 +280,17 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
       for (;;) {
         absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
         if (!next.ok()) {
-          if (next.status() == last_error) co_return;
+          if (next.status() == last_error) {
+            if (!decoder.framing_lost_in_compressed()) co_return;
+            // The framing broke inside a GZIP/ZLIB stream: name the compressed damage too, if there is any.
+            absl::Status damage = co_await SkipCompressedRest(&blocks, &decoder);
+            if (!damage.ok()) {
+              absl::StatusOr<Record> error = Failure(std::move(damage));
+              NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
+              co_yield std::move(error);
+            }
+            co_return;
+          }
           last_error = next.status();
           absl::StatusOr<Record> error = Failure(next.status());
           // After a data CRC mismatch the parser is past the bad record and reading goes on.
@@ -439,7 +464,8 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     } else if (carry.clear(); !TryAppend(carry, reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos)) {
       absl::StatusOr<Record> error = Failure(io::OutOfMemory(
           path, next_offset, "record", record_bytes,
-          absl::StrCat("buffering the ", data.size() - pos, " bytes from there failed; the rest of the file is skipped")));
+          absl::StrCat("buffering the ", data.size() - pos,
+                       " bytes from there failed; the rest of the file is skipped")));
       NotePosition(options.io, next_offset, /*ended=*/true);
       co_yield std::move(error);
       co_return;

@@ -297,6 +297,26 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordDecoder::Next() {
   }
 }
 
+absl::Status TFRecordDecoder::SkipCompressed() {
+  while (skipped_after_failure_ < kMaxSkippedBytes) {
+    absl::StatusOr<std::span<const std::byte>> out = inflater_->Next();
+    if (!out.ok()) {
+      inflate_failed_ = true;
+      return out.status();
+    }
+    if (out->empty()) break;
+    skipped_after_failure_ += out->size();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordDecoder::FinishCompressed() {
+  if (skipped_after_failure_ >= kMaxSkippedBytes) return absl::OkStatus();  // gave up: input not all consumed
+  absl::Status s = inflater_->Finish();
+  if (!s.ok()) inflate_failed_ = true;
+  return s;
+}
+
 absl::Status TFRecordDecoder::Finish() {
   if (inflater_) {
     if (absl::Status s = inflater_->Finish(); !s.ok()) {

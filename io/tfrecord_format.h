@@ -198,12 +198,27 @@ class TFRecordDecoder {
   // An unrecoverable error (framing or decompression) was returned: the rest of the stream is lost.
   bool failed() const { return parser_.failed() || inflate_failed_; }
 
+  // After a framing error in a GZIP/ZLIB file, the compressed stream itself may be what is damaged (zlib
+  // can decode bytes from damaged data before it notices, and those break the framing first). The reader
+  // then keeps feeding the file and calls SkipCompressed(), which inflates what was fed and discards it,
+  // returning the stream's own error, naming the compressed offset, if there is one (at most
+  // kMaxSkippedBytes are inflated; past that it gives up and returns OK); FinishCompressed() at the end
+  // of the file reports a truncated stream.
+  bool framing_lost_in_compressed() const {
+    return inflater_.has_value() && parser_.failed() && !inflate_failed_;
+  }
+  absl::Status SkipCompressed();
+  absl::Status FinishCompressed();
+  static constexpr uint64_t kMaxSkippedBytes = uint64_t{1} << 30;
+  bool skip_gave_up() const { return skipped_after_failure_ >= kMaxSkippedBytes; }
+
  private:
   Compression compression_;
   TFRecordParser parser_;
   std::optional<Inflater> inflater_;
   uint64_t skip_ = 0;  // decompressed bytes still to drop before options.start_offset
   bool inflate_failed_ = false;
+  uint64_t skipped_after_failure_ = 0;  // SkipCompressed's output so far
 };
 
 }  // namespace sluice::io

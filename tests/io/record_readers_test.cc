@@ -454,6 +454,46 @@ TEST_P(TFRecordTest, CompressedDamageMidStreamKeepsTheRecordsBeforeIt) {
   }
 }
 
+// Damage that zlib decodes without noticing (here: inside stored blocks) breaks the framing first; the
+// reader then inflates the rest to name the compressed stream's own error too (its trailer's checksum).
+TEST_P(TFRecordTest, CompressedDamageThatBreaksTheFramingIsNamedInTheCompressedFile) {
+  std::vector<std::string> records;
+  std::string plain;
+  for (int i = 0; i < 300; ++i) {
+    records.push_back(Payload(100 + static_cast<size_t>(i), 2000 + i));  // distinct lengths: distinct headers
+    io::AppendTFRecord(records.back(), &plain);
+  }
+  constexpr size_t kDamaged = 150;
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    absl::StatusOr<io::Deflater> d = io::Deflater::Create(
+        c == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib, /*level=*/0);  // stored blocks
+    ASSERT_TRUE(d.ok());
+    std::string bytes;
+    ASSERT_TRUE(d->Compress(io::AsBytes(plain), &bytes).ok());
+    ASSERT_TRUE(d->Finish(&bytes).ok());
+    std::string header;
+    io::AppendTFRecord(records[kDamaged], &header);
+    header.resize(io::kTFRecordHeaderBytes);
+    const size_t at = bytes.find(header);
+    ASSERT_NE(at, std::string::npos);
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x01);  // the length: its CRC no longer matches
+    const std::string path = TempPath(absl::StrCat("stored_damage", static_cast<int>(c)));
+    WriteFile(path, bytes);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, DefaultIo())));
+    ASSERT_EQ(got.records.size(), kDamaged);
+    EXPECT_TRUE(std::equal(got.records.begin(), got.records.end(), records.begin()));
+    ASSERT_EQ(got.errors.size(), 2u);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr("length CRC mismatch"));
+    EXPECT_EQ(got.errors[1].code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(got.errors[1].message(),
+                HasSubstr(absl::StrCat(path, ": corrupt ", c == Compression::kGzip ? "GZIP" : "ZLIB",
+                                       " stream at compressed offset ",
+                                       bytes.size() - (c == Compression::kGzip ? 8 : 4), ": incorrect data check")));
+  }
+}
+
 TEST_P(TFRecordTest, MissingFileAndDirectory) {
   const std::string missing = TempPath("does_not_exist.tfrecord");
   Collected got = SyncWait(Collect(ReadTFRecords(reactor(), missing, {}, DefaultIo())));

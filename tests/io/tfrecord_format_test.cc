@@ -244,7 +244,8 @@ TEST(TFRecordFormatTest, HugeLengthWithValidCrcIsNeverAllocated) {
     } else {
       EXPECT_EQ(r.finish.code(), absl::StatusCode::kResourceExhausted) << r.finish;
       EXPECT_THAT(r.finish.message(),
-                  HasSubstr(absl::StrCat("huge.tfrecord: record at offset 21 needs ", length, " bytes: out of memory")));
+                  HasSubstr(absl::StrCat("huge.tfrecord: record at offset 21 needs ", length,
+                                         " bytes: out of memory")));
       EXPECT_THAT(r.finish.message(), HasSubstr("more than this process can ever allocate"));
     }
   }

@@ -16,12 +16,13 @@
 //     records, bytes (of the file or stream read), record_bytes (payloads), crc ("ok", "bad" when a CRC
 //     mismatched, or "unchecked" when no record could be read: the file could not be opened or read),
 //     bad_records (error elements: corrupt records and the truncated or unreadable tail), errors (counts by
-//     cause: {crc, truncated, corrupt, unreadable, out_of_memory}; an open failure counts), first_error (null, or {offset, code, message}: offset is where the failing record
-//     starts in the record stream, decompressed for GZIP/ZLIB as Record::offset; null when the file could
-//     not be opened), first_record (null when there is none, else {type, bytes, ...}: for an Example
-//     features {name: {kind, values}}, for a SequenceExample context and feature_lists {name: {kind, steps,
-//     values}}, for "unknown" or "too_large" a reason), and with --all examples (records that decode as an
-//     Example or SequenceExample).
+//     cause: {crc, truncated, corrupt, unreadable, out_of_memory}; an open failure counts), first_error
+//     (null, or {offset, code, message}: offset is where the failing record starts in the record stream,
+//     decompressed for GZIP/ZLIB as Record::offset; null when the file could not be opened), first_record
+//     (null when there is none, else {type, bytes, ...}: for an Example features {name: {kind, values}},
+//     for a SequenceExample context and feature_lists {name: {kind, steps, values}}, for "unknown" or
+//     "too_large" a reason), and with --all examples (records that decode as an Example or
+//     SequenceExample).
 // - kDump: per file, its name and compression, then for every record in options.records: "record I
 //   offset O  length L" and the record decoded (up to 16 values per feature, bytes escaped and cut after 32
 //   bytes); reading stops after the range's end. Then "records:" (read and shown) and the "crc:" line for

@@ -154,14 +154,27 @@ uint64_t TFRecordSource::ScanStream(RecordVisitor& visitor) {
   options.compression = compression_;
   io::TFRecordDecoder decoder(compression_, io::ParserOptionsFor(options, name_));
   // As ReadTFRecords: the decoder repeats an unrecoverable error on every call, so seeing the same error
-  // twice ends the stream.
+  // twice ends the stream, unless the framing broke inside a compressed stream: then the rest is inflated
+  // (skipping) to name the compressed damage, if any.
   absl::Status last_error;
+  bool skipping = false;
   // Hands out what the decoder has; false when reading should stop.
   auto drain = [&]() {
+    if (skipping) {
+      absl::Status damage = decoder.SkipCompressed();
+      if (!damage.ok()) visitor.OnError(damage);
+      return damage.ok() && !decoder.skip_gave_up();
+    }
     for (;;) {
       absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
       if (!next.ok()) {
-        if (next.status() == last_error) return false;
+        if (next.status() == last_error) {
+          if (!decoder.framing_lost_in_compressed()) return false;
+          skipping = true;
+          absl::Status damage = decoder.SkipCompressed();
+          if (!damage.ok()) visitor.OnError(damage);
+          return damage.ok() && !decoder.skip_gave_up();
+        }
         last_error = next.status();
         if (!visitor.OnError(last_error)) return false;
         continue;
@@ -188,7 +201,7 @@ uint64_t TFRecordSource::ScanStream(RecordVisitor& visitor) {
     decoder.Feed(io::AsBytes(absl::string_view(chunk.get(), static_cast<size_t>(n))));
     if (!drain()) return bytes;
   }
-  absl::Status finished = decoder.Finish();
+  absl::Status finished = skipping ? decoder.FinishCompressed() : decoder.Finish();
   if (!finished.ok() && finished != last_error) visitor.OnError(finished);
   return bytes;
 }
