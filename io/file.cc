@@ -1,6 +1,8 @@
 #include "sluice/io/file.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "io/file_errors.h"
 #include "sluice/engine/status_macros.h"
 
 namespace sluice {
@@ -58,7 +61,8 @@ Task<absl::StatusOr<File>> File::Open(Reactor& reactor, std::string path, OpenOp
     direct = false;
     fd = co_await reactor.Open(path, kFlags);
   }
-  if (!fd.ok()) co_return fd.status();  // the reactor's message already names the path
+  // The reactor's message already names the path.
+  if (!fd.ok()) co_return io::RemapUnknownFileError(fd.status());
   File file(&reactor, std::move(path), *fd, 0, direct);
   absl::StatusOr<FileStat> stat = co_await reactor.Stat(*fd);
   if (!stat.ok()) co_return WithPath(file.path_, stat.status());
@@ -69,6 +73,14 @@ Task<absl::StatusOr<File>> File::Open(Reactor& reactor, std::string path, OpenOp
     co_return absl::FailedPreconditionError(absl::StrCat(file.path_, ": not a regular file"));
   }
   file.size_ = stat->size;
+  if (S_ISBLK(stat->mode)) {
+    // stat gives a block device no size; ask the device, so that it is not read as empty.
+    uint64_t device_bytes = 0;
+    if (::ioctl(file.fd_, BLKGETSIZE64, &device_bytes) != 0) {
+      co_return io::ErrnoStatus(errno, absl::StrCat(file.path_, ": size of the block device"));
+    }
+    file.size_ = device_bytes;
+  }
   co_return std::move(file);
 }
 

@@ -10,15 +10,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <span>
 #include <stop_token>
 #include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/memory_limit.h"
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/executor.h"
+#include "sluice/engine/log.h"
 #include "sluice/engine/task.h"
 
 namespace sluice::io {
@@ -100,7 +104,8 @@ struct ReactorThreadCheck {
 }  // namespace
 
 bool ShouldMap(const File& file, const SequentialReadOptions& options) {
-  if (options.mode == ReadMode::kRead || options.direct || file.direct() || file.Size() == 0) return false;
+  // Only on request: kAuto reads, because a mapping cannot survive another process truncating the file.
+  if (options.mode != ReadMode::kMmap || options.direct || file.direct() || file.Size() == 0) return false;
   struct stat st;
   if (::fstat(file.fd(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   // Some file systems refuse mmap (ENODEV): probe one page so those keep the read path.
@@ -145,6 +150,7 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
   StartMap(scope, reactor, fd, path, options.prefault, *windows[0], window_offset(0), window_length(0),
            mapping_thread);
   absl::Status failure;
+  std::optional<uint64_t> read_from;  // set when a window could not be mapped: read from there instead
   for (uint64_t k = 0; k < num_windows; ++k) {
     Window& w = *windows[k % 2];
     std::stop_token stop = co_await CurrentStopToken();
@@ -158,7 +164,12 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
       break;
     }
     if (!w.map.ok()) {
-      failure = w.map.status();
+      // The probe mapped, this window did not (ENOMEM under an address-space limit, too many mappings):
+      // read the rest of the file instead of failing; no other mapping task is in flight now.
+      if (LogEnabled(LogLevel::kInfo)) {
+        Log(LogLevel::kInfo, absl::StrCat(w.map.status().message(), "; reading the rest of the file instead"));
+      }
+      read_from = std::max(w.offset, start_offset);
       break;
     }
     // Touching pages past a shrunken end would raise SIGBUS: check before handing the window out.
@@ -193,6 +204,43 @@ AsyncGenerator<absl::StatusOr<Block>> MapBlocks(Reactor& reactor, File file, std
     co_await scope.Join();
     ResumeOn hop{options.resume_on};
     co_await hop;
+  }
+  if (read_from.has_value()) {
+    for (uint64_t pos = *read_from; pos < size;) {
+      std::stop_token stop = co_await CurrentStopToken();
+      if (stop.stop_requested()) {
+        failure = absl::CancelledError(absl::StrCat(path, ": read cancelled at offset ", pos));
+        break;
+      }
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(options.block_size, 1), size - pos));
+      std::unique_ptr<std::byte[]> owned = TryAllocateBytes(n);
+      if (owned == nullptr) {
+        failure = absl::ResourceExhaustedError(
+            absl::StrCat(path, ": read buffer for offset ", pos, " needs ", n, " bytes: out of memory"));
+        break;
+      }
+      std::shared_ptr<std::byte> buffer(owned.release(), std::default_delete<std::byte[]>());
+      const std::span<std::byte> into(buffer.get(), n);  // GCC12 PR100611: no temporary in the co_await
+      absl::StatusOr<size_t> got = co_await file.ReadAt(into, pos);
+      ResumeOn hop{options.resume_on};  // the read completed on the reactor's thread
+      co_await hop;
+      if (!got.ok()) {
+        failure = got.status();
+        break;
+      }
+      if (*got < n) {
+        failure = absl::DataLossError(absl::StrCat(path, ": file shrank while being read: expected ", n,
+                                                   " bytes at offset ", pos, ", got ", *got));
+        break;
+      }
+      Block block;
+      block.data = std::span<const std::byte>(buffer.get(), n);
+      block.buffer = std::move(buffer);
+      block.offset = pos;
+      pos += n;
+      absl::StatusOr<Block> out(std::move(block));
+      co_yield std::move(out);
+    }
   }
   if (!failure.ok()) {
     absl::StatusOr<Block> error(std::move(failure));

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/memory_limit.h"
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
 #include "sluice/engine/async_event.h"
@@ -31,8 +33,7 @@ SequentialReadOptions BlockOptions(const ReadOptions& io, Compression compressio
   options.block_size = io.block_size;
   options.blocks_in_flight = io.blocks_in_flight;
   options.direct = io.direct;
-  // Inflating copies anyway, so compressed files gain little from mapping: kAuto reads them.
-  options.mode = io.mode == ReadMode::kAuto && compression != Compression::kNone ? ReadMode::kRead : io.mode;
+  options.mode = io.mode;
   options.mmap_window = io.mmap_window;
   options.prefault = io.prefault;
   options.resume_on = io.parse_on != nullptr ? io.parse_on : &ThreadPool::Default();
@@ -45,9 +46,12 @@ bool Contains(std::span<const std::byte> outer, std::span<const std::byte> inner
   return !less(inner.data(), outer.data()) && !less(outer.data() + outer.size(), inner.data() + inner.size());
 }
 
-// A view into `owner_range` (kept alive by `owner`) when large enough to be worth pinning, else a copy.
-Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::shared_ptr<const std::byte>& owner,
-                  std::span<const std::byte> owner_range, size_t min_zero_copy_bytes) {
+// A view into `owner_range` (kept alive by `owner`) when large enough to be worth pinning, else a copy;
+// ResourceExhausted naming `path` and the offset when the copy cannot be allocated.
+absl::StatusOr<Record> MakeRecord(std::span<const std::byte> data, uint64_t offset,
+                                  const std::shared_ptr<const std::byte>& owner,
+                                  std::span<const std::byte> owner_range, size_t min_zero_copy_bytes,
+                                  const std::string& path) {
   Record record;
   record.offset = offset;
   if (owner != nullptr && data.size() >= min_zero_copy_bytes && Contains(owner_range, data)) {
@@ -55,11 +59,28 @@ Record MakeRecord(std::span<const std::byte> data, uint64_t offset, const std::s
     record.data = data;
     return record;
   }
-  std::shared_ptr<std::byte[]> copy = std::make_shared_for_overwrite<std::byte[]>(data.size());
+  std::shared_ptr<std::byte[]> copy;
+  try {
+    copy = std::make_shared_for_overwrite<std::byte[]>(data.size());
+  } catch (const std::bad_alloc&) {
+    return io::OutOfMemory(path, offset, "record", data.size(), "copying it out of the read buffer failed");
+  }
   if (!data.empty()) std::memcpy(copy.get(), data.data(), data.size());
   record.data = std::span<const std::byte>(copy.get(), data.size());
   record.owner = std::move(copy);
   return record;
+}
+
+// s += bytes, or false (s unchanged) when the allocator refuses: the caller reports where.
+bool TryAppend(std::string& s, const char* data, size_t n) {
+  try {
+    s.append(data, n);
+  } catch (const std::bad_alloc&) {
+    return false;
+  } catch (const std::length_error&) {
+    return false;
+  }
+  return true;
 }
 
 absl::StatusOr<Record> Failure(absl::Status status) { return status; }
@@ -190,6 +211,21 @@ Task<absl::Status> CheckOnReactor(Reactor* reactor, CrcCheck* check) {
   co_return absl::OkStatus();
 }
 
+// After a framing error in a compressed file: inflates the rest of it, discarding the output, and returns
+// the compressed stream's own error (or OK). `blocks` and `decoder` live in the caller's frame, which
+// awaits this task in the statement that calls it.
+Task<absl::Status> SkipCompressedRest(AsyncGenerator<absl::StatusOr<Block>>* blocks, io::TFRecordDecoder* decoder) {
+  absl::Status damage = decoder->SkipCompressed();  // the rest of the block being decoded
+  while (damage.ok() && !decoder->skip_gave_up()) {
+    std::optional<absl::StatusOr<Block>> block = co_await blocks->Next();
+    if (!block.has_value()) co_return decoder->FinishCompressed();
+    if (!block->ok()) co_return block->status();
+    decoder->Feed((*block)->data);
+    damage = decoder->SkipCompressed();
+  }
+  co_return damage;
+}
+
 }  // namespace
 
 AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::string path,
@@ -244,7 +280,17 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
       for (;;) {
         absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
         if (!next.ok()) {
-          if (next.status() == last_error) co_return;
+          if (next.status() == last_error) {
+            if (!decoder.framing_lost_in_compressed()) co_return;
+            // The framing broke inside a GZIP/ZLIB stream: name the compressed damage too, if there is any.
+            absl::Status damage = co_await SkipCompressedRest(&blocks, &decoder);
+            if (!damage.ok()) {
+              absl::StatusOr<Record> error = Failure(std::move(damage));
+              NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
+              co_yield std::move(error);
+            }
+            co_return;
+          }
           last_error = next.status();
           absl::StatusOr<Record> error = Failure(next.status());
           // After a data CRC mismatch the parser is past the bad record and reading goes on.
@@ -255,7 +301,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
         if (!next->has_value()) break;
         last_error = absl::OkStatus();
         absl::StatusOr<Record> out =
-            MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes);
+            MakeRecord((*next)->data, (*next)->offset, current.buffer, current.data, io.min_zero_copy_bytes, path);
         NotePosition(io, decoder.parser().record_start(), /*ended=*/false);
         co_yield std::move(out);
       }
@@ -299,21 +345,28 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
         co_yield std::move(error);
         co_return;
       }
+      // A line that continues in a later chunk is assembled in `pending`.
+      if ((found == nullptr || have_pending) && !TryAppend(pending, begin + pos, end - pos)) {
+        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+            path, line_start, "line", pending.size() + (end - pos),
+            "buffering that much of it failed, and the line goes on; the rest of the file is skipped"));
+        NotePosition(options.io, line_start, /*ended=*/true);
+        co_yield std::move(error);
+        co_return;
+      }
       if (found == nullptr) {
-        pending.append(begin + pos, size - pos);
         have_pending = true;
         break;
       }
       std::span<const std::byte> line;
       if (have_pending) {
-        pending.append(begin + pos, end - pos);
         line = std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size());
       } else {
         line = current.data.subspan(pos, end - pos);
       }
       if (!line.empty() && line.back() == std::byte{'\r'}) line = line.first(line.size() - 1);
       absl::StatusOr<Record> out =
-          MakeRecord(line, line_start, current.owner, current.data, options.io.min_zero_copy_bytes);
+          MakeRecord(line, line_start, current.owner, current.data, options.io.min_zero_copy_bytes, path);
       pending.clear();
       have_pending = false;
       pos = end + 1;
@@ -324,10 +377,9 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
   }
   if (have_pending) {
     // A last line without a newline is a line (a '\r' there is kept: only "\r\n" ends a line).
-    Record last = MakeRecord(
+    absl::StatusOr<Record> out = MakeRecord(
         std::span<const std::byte>(reinterpret_cast<const std::byte*>(pending.data()), pending.size()), line_start,
-        nullptr, {}, options.io.min_zero_copy_bytes);
-    absl::StatusOr<Record> out(std::move(last));
+        nullptr, {}, options.io.min_zero_copy_bytes, path);
     NotePosition(options.io, line_start + pending.size(), /*ended=*/false);
     co_yield std::move(out);
   }
@@ -337,8 +389,16 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
                                                               FixedLengthRecordOptions options) {
   const uint64_t record_bytes = options.record_bytes;
   absl::Status bad_options;
+  uint64_t sum = 0;
   if (record_bytes == 0) {
     bad_options = absl::InvalidArgumentError(absl::StrCat(path, ": record_bytes must be positive"));
+  } else if (__builtin_add_overflow(options.header_bytes, options.footer_bytes, &sum) ||
+             __builtin_add_overflow(record_bytes, options.footer_bytes, &sum) ||
+             __builtin_add_overflow(sum, options.header_bytes, &sum)) {
+    // Every size below is computed from these sums: refuse them rather than wrap around.
+    bad_options = absl::InvalidArgumentError(absl::StrCat(
+        path, ": header_bytes (", options.header_bytes, ") + record_bytes (", record_bytes, ") + footer_bytes (",
+        options.footer_bytes, ") is more than any file can hold (2^64 - 1 bytes)"));
   } else if (options.start_offset != 0 && (options.start_offset < options.header_bytes ||
                                            (options.start_offset - options.header_bytes) % record_bytes != 0)) {
     bad_options = absl::InvalidArgumentError(absl::StrCat(
@@ -377,7 +437,15 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     data = data.subspan(skip);
     bool from_carry = false;
     if (!carry.empty()) {
-      carry.append(reinterpret_cast<const char*>(data.data()), data.size());
+      if (!TryAppend(carry, reinterpret_cast<const char*>(data.data()), data.size())) {
+        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+            path, next_offset, "record", record_bytes,
+            absl::StrCat("buffering the ", carry.size() + data.size(),
+                         " bytes from there failed; the rest of the file is skipped")));
+        NotePosition(options.io, next_offset, /*ended=*/true);
+        co_yield std::move(error);
+        co_return;
+      }
       data = std::span<const std::byte>(reinterpret_cast<const std::byte*>(carry.data()), carry.size());
       from_carry = true;
     }
@@ -385,7 +453,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     while (data.size() - pos >= needed) {
       absl::StatusOr<Record> out = MakeRecord(data.subspan(pos, record_bytes), next_offset,
                                               from_carry ? nullptr : current.owner, current.data,
-                                              options.io.min_zero_copy_bytes);
+                                              options.io.min_zero_copy_bytes, path);
       pos += record_bytes;
       next_offset += record_bytes;
       NotePosition(options.io, next_offset, /*ended=*/false);
@@ -393,8 +461,14 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     }
     if (from_carry) {
       carry.erase(0, pos);
-    } else {
-      carry.assign(reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos);
+    } else if (carry.clear(); !TryAppend(carry, reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos)) {
+      absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+          path, next_offset, "record", record_bytes,
+          absl::StrCat("buffering the ", data.size() - pos,
+                       " bytes from there failed; the rest of the file is skipped")));
+      NotePosition(options.io, next_offset, /*ended=*/true);
+      co_yield std::move(error);
+      co_return;
     }
   }
   absl::Status failure;

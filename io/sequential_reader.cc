@@ -31,13 +31,17 @@ size_t RoundUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignm
 // whatever thread the consumer drops it.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(size_t capacity, size_t max_free) : capacity_(capacity), max_free_(max_free) {}
+  // The free list is reserved here so that Release, which runs in a Block's deleter, never allocates.
+  BufferPool(size_t capacity, size_t max_free) : capacity_(capacity), max_free_(max_free) {
+    free_.reserve(max_free);
+  }
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
   ~BufferPool() {
     for (std::byte* p : free_) Free(p);
   }
 
+  // nullptr when out of memory (the caller reports it with the file and offset).
   std::shared_ptr<std::byte> Acquire() {
     std::byte* p = nullptr;
     {
@@ -48,9 +52,14 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       }
     }
     if (p == nullptr) {
-      p = static_cast<std::byte*>(::operator new(capacity_, std::align_val_t(kDirectIoAlignment)));
+      p = static_cast<std::byte*>(::operator new(capacity_, std::align_val_t(kDirectIoAlignment), std::nothrow));
+      if (p == nullptr) return nullptr;
     }
-    return std::shared_ptr<std::byte>(p, Returner{shared_from_this()});
+    try {
+      return std::shared_ptr<std::byte>(p, Returner{shared_from_this()});
+    } catch (const std::bad_alloc&) {
+      return nullptr;  // the control block: shared_ptr has handed `p` back to Release already
+    }
   }
 
   size_t capacity() const { return capacity_; }
@@ -108,6 +117,12 @@ void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint
   slot.read_length = std::min(RoundUp(length, kDirectIoAlignment), pool.capacity());
   slot.result = size_t{0};
   slot.done.Reset();
+  if (slot.buffer == nullptr) {
+    slot.result = absl::ResourceExhaustedError(absl::StrCat(file.path(), ": read buffer for offset ", offset,
+                                                            " needs ", pool.capacity(), " bytes: out of memory"));
+    slot.done.Set();
+    return;
+  }
   scope.Spawn(ReadIntoSlot(&file, &slot, &completion_thread));
 }
 
@@ -162,6 +177,48 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
         absl::StrCat(path, ": start offset ", start, " is past the end of the file (", size, " bytes)")));
     co_yield std::move(error);
     co_return;
+  }
+  if (size == 0) {
+    // /proc and /sys files stat as empty but read as text, and a file opened empty may be written since:
+    // read such a file to its end, a block at a time, rather than pass it off as empty.
+    std::shared_ptr<BufferPool> pool =
+        std::make_shared<BufferPool>(RoundUp(options.block_size, kDirectIoAlignment), 1);
+    for (uint64_t pos = 0;;) {
+      std::stop_token stop = co_await CurrentStopToken();
+      if (stop.stop_requested()) {
+        absl::StatusOr<Block> error =
+            Failure(absl::CancelledError(absl::StrCat(path, ": read cancelled at offset ", pos)));
+        co_yield std::move(error);
+        co_return;
+      }
+      std::shared_ptr<std::byte> buffer = pool->Acquire();
+      if (buffer == nullptr) {
+        absl::StatusOr<Block> error = Failure(absl::ResourceExhaustedError(absl::StrCat(
+            path, ": read buffer for offset ", pos, " needs ", pool->capacity(), " bytes: out of memory")));
+        co_yield std::move(error);
+        co_return;
+      }
+      const std::span<std::byte> into(buffer.get(), pool->capacity());  // GCC12 PR100611
+      absl::StatusOr<size_t> got = co_await file.ReadAt(into, pos);
+      ResumeOn hop{options.resume_on};  // the read completed on the reactor's thread
+      co_await hop;
+      if (!got.ok()) {
+        absl::StatusOr<Block> error = Failure(got.status());
+        co_yield std::move(error);
+        co_return;
+      }
+      if (*got == 0) co_return;
+      Block block;
+      block.data = std::span<const std::byte>(buffer.get(), *got);
+      block.buffer = std::move(buffer);
+      block.offset = pos;
+      pos += *got;
+      // A direct read past a short one would start unaligned: the end the file had is enough.
+      const bool last = file.direct() && *got < into.size();
+      absl::StatusOr<Block> out(std::move(block));
+      co_yield std::move(out);
+      if (last) co_return;
+    }
   }
   if (start == size) co_return;
   if (io::ShouldMap(file, options)) {

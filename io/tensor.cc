@@ -207,16 +207,26 @@ Tensor& Tensor::operator=(const Tensor& other) {
   return *this;
 }
 
+// Leaves a moved-from tensor a valid empty one, shape [0], rather than one whose shape and element count
+// disagree. That shape costs an allocation: out of memory, the source keeps no dimensions instead of
+// this noexcept move terminating the process.
+void Tensor::LeaveMovedFrom(Tensor& other) noexcept {
+  try {
+    other.shape_ = Shape({0});
+  } catch (const std::bad_alloc&) {
+    other.shape_ = Shape();
+  }
+  other.num_elements_ = 0;
+  other.offset_ = 0;
+}
+
 Tensor::Tensor(Tensor&& other) noexcept
     : dtype_(other.dtype_),
       shape_(std::move(other.shape_)),
       num_elements_(other.num_elements_),
       buffer_(std::exchange(other.buffer_, nullptr)),
       offset_(other.offset_) {
-  // Leave the source a valid empty tensor rather than one whose shape and element count disagree.
-  other.shape_ = Shape({0});
-  other.num_elements_ = 0;
-  other.offset_ = 0;
+  LeaveMovedFrom(other);
 }
 
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
@@ -227,9 +237,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
     num_elements_ = other.num_elements_;
     buffer_ = std::exchange(other.buffer_, nullptr);
     offset_ = other.offset_;
-    other.shape_ = Shape({0});
-    other.num_elements_ = 0;
-    other.offset_ = 0;
+    LeaveMovedFrom(other);
   }
   return *this;
 }

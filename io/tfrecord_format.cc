@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/crc32c.h"
+#include "io/memory_limit.h"
 
 namespace sluice::io {
 namespace {
@@ -104,23 +105,35 @@ absl::Status TFRecordParser::ParseHeader(const std::byte* header) {
     return Corrupted(record_start_, absl::StrCat("record length ", length_, " exceeds the limit of ", limit,
                                                  " bytes (max_record_bytes); the rest of the file is unreadable"));
   }
+  // Past the limit a caller raised, a length no allocation can hold is refused before asking for memory.
+  if (const uint64_t ceiling = AllocationCeiling(); length_ + kTFRecordFooterBytes > ceiling) {
+    return OutOfMemory(options_.file_name, record_start_, "record", length_,
+                       absl::StrCat("more than this process can ever allocate: ", ceiling,
+                                    " bytes, RAM + swap or its rlimit; the rest of the file is not read"));
+  }
   return absl::OkStatus();
 }
 
-void TFRecordParser::AppendToBuffer(const std::byte* data, size_t n, size_t total) {
-  if (n == 0) return;
+absl::Status TFRecordParser::AppendToBuffer(const std::byte* data, size_t n, size_t total) {
+  if (n == 0) return absl::OkStatus();
   const size_t needed = buffer_fill_ + n;
   if (needed > buffer_capacity_) {
     // Grow with the data actually received, never straight to the stated length: a bogus length below
     // the limit costs no more memory than the bytes that really follow it.
     const size_t capacity = std::min(total, std::max({needed, 2 * buffer_capacity_, size_t{4096}}));
-    auto bigger = std::make_unique_for_overwrite<std::byte[]>(capacity);
+    std::unique_ptr<std::byte[]> bigger = TryAllocateBytes(capacity);
+    if (bigger == nullptr) {
+      return OutOfMemory(options_.file_name, record_start_, "record", length_,
+                         absl::StrCat("allocating ", capacity, " bytes to assemble it failed with ", buffer_fill_,
+                                      " held; the rest of the file is not read"));
+    }
     if (buffer_fill_ != 0) std::memcpy(bigger.get(), buffer_.get(), buffer_fill_);
     buffer_ = std::move(bigger);
     buffer_capacity_ = capacity;
   }
   std::memcpy(buffer_.get() + buffer_fill_, data, n);
   buffer_fill_ = needed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<TFRecordView>> TFRecordParser::Next() {
@@ -155,7 +168,10 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordParser::Next() {
       chunk_ = chunk_.subspan(need);
     } else {
       const size_t n = std::min(need - buffer_fill_, chunk_.size());
-      AppendToBuffer(chunk_.data(), n, need);
+      if (absl::Status s = AppendToBuffer(chunk_.data(), n, need); !s.ok()) {
+        sticky_ = std::move(s);
+        return sticky_;
+      }
       chunk_ = chunk_.subspan(n);
       if (buffer_fill_ < need) return std::nullopt;
       body = buffer_.get();
@@ -279,6 +295,26 @@ absl::StatusOr<std::optional<TFRecordView>> TFRecordDecoder::Next() {
     }
     parser_.Feed(piece);
   }
+}
+
+absl::Status TFRecordDecoder::SkipCompressed() {
+  while (skipped_after_failure_ < kMaxSkippedBytes) {
+    absl::StatusOr<std::span<const std::byte>> out = inflater_->Next();
+    if (!out.ok()) {
+      inflate_failed_ = true;
+      return out.status();
+    }
+    if (out->empty()) break;
+    skipped_after_failure_ += out->size();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordDecoder::FinishCompressed() {
+  if (skipped_after_failure_ >= kMaxSkippedBytes) return absl::OkStatus();  // gave up: input not all consumed
+  absl::Status s = inflater_->Finish();
+  if (!s.ok()) inflate_failed_ = true;
+  return s;
 }
 
 absl::Status TFRecordDecoder::Finish() {

@@ -15,10 +15,13 @@
 //     std::nullopt means "feed more, or Finish() at end of input".
 //   - Finish() at end of input: OK at a record boundary, else DataLoss
 //     "FILE: truncated record at offset N: expected X bytes, file ends after Y".
-//   - Errors, all DataLoss and naming options.file_name and the record's byte offset in this stream:
+//   - Errors, DataLoss unless said otherwise, all naming options.file_name and the record's byte offset:
 //       length CRC mismatch: "...: corrupted record at offset N: length CRC mismatch (...); the rest of the
 //         file is unreadable" (sticky: every later call returns it);
 //       length over options.max_record_bytes: names the length and the limit, never allocates it (sticky);
+//       a length that cannot be allocated (more than AllocationCeiling(), io/memory_limit.h, or the
+//         allocator refused to grow the buffer of a record that straddles chunks): ResourceExhausted
+//         naming the record's offset and length (sticky);
 //       data CRC mismatch: "...: corrupted record at offset N: data CRC mismatch (...)". Framing is intact,
 //         so the next Next() continues with the following record; with skip_corrupt_records the record is
 //         skipped without an error and counted in skipped_records().
@@ -141,7 +144,8 @@ class TFRecordParser {
 
   absl::Status ParseHeader(const std::byte* header);
   absl::Status Corrupted(uint64_t offset, absl::string_view cause) const;
-  void AppendToBuffer(const std::byte* data, size_t n, size_t total);
+  // ResourceExhausted when the buffer cannot grow (nothing changed then).
+  absl::Status AppendToBuffer(const std::byte* data, size_t n, size_t total);
 
   TFRecordParserOptions options_;
   State state_ = State::kHeader;
@@ -194,12 +198,27 @@ class TFRecordDecoder {
   // An unrecoverable error (framing or decompression) was returned: the rest of the stream is lost.
   bool failed() const { return parser_.failed() || inflate_failed_; }
 
+  // After a framing error in a GZIP/ZLIB file, the compressed stream itself may be what is damaged (zlib
+  // can decode bytes from damaged data before it notices, and those break the framing first). The reader
+  // then keeps feeding the file and calls SkipCompressed(), which inflates what was fed and discards it,
+  // returning the stream's own error, naming the compressed offset, if there is one (at most
+  // kMaxSkippedBytes are inflated; past that it gives up and returns OK); FinishCompressed() at the end
+  // of the file reports a truncated stream.
+  bool framing_lost_in_compressed() const {
+    return inflater_.has_value() && parser_.failed() && !inflate_failed_;
+  }
+  absl::Status SkipCompressed();
+  absl::Status FinishCompressed();
+  static constexpr uint64_t kMaxSkippedBytes = uint64_t{1} << 30;
+  bool skip_gave_up() const { return skipped_after_failure_ >= kMaxSkippedBytes; }
+
  private:
   Compression compression_;
   TFRecordParser parser_;
   std::optional<Inflater> inflater_;
   uint64_t skip_ = 0;  // decompressed bytes still to drop before options.start_offset
   bool inflate_failed_ = false;
+  uint64_t skipped_after_failure_ = 0;  // SkipCompressed's output so far
 };
 
 }  // namespace sluice::io

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "io/memory_limit.h"
 
 namespace sluice::io {
 namespace {
@@ -48,7 +49,6 @@ Inflater::Inflater(ZlibFormat format, std::string name, size_t output_chunk_byte
     : format_(format),
       name_(std::move(name)),
       stream_(std::make_unique<z_stream>()),
-      output_(std::make_unique_for_overwrite<std::byte[]>(std::max<size_t>(output_chunk_bytes, 64))),
       output_size_(std::max<size_t>(output_chunk_bytes, 64)) {}
 
 Inflater::Inflater(Inflater&&) noexcept = default;
@@ -80,6 +80,11 @@ absl::Status Inflater::Error(absl::string_view what) const {
 }
 
 absl::Status Inflater::Init() {
+  // Allocated here, not in the constructor, so that running out of memory is a Status naming the file.
+  if (output_ == nullptr) {
+    output_ = TryAllocateBytes(output_size_);
+    if (output_ == nullptr) return OutOfMemory(name_, consumed_, "inflating", output_size_, "its output buffer");
+  }
   *stream_ = z_stream{};
   const int rc = inflateInit2(stream_.get(), WindowBits(format_));
   if (rc != Z_OK) {
@@ -132,29 +137,38 @@ absl::StatusOr<std::span<const std::byte>> Inflater::Next() {
         if (used == 0 && out_n == 0) {
           status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
                                        consumed_, ": inflate made no progress"));
-          return status_;
         }
         break;
       case Z_NEED_DICT:
         status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
                                      consumed_, ": it needs a preset dictionary"));
-        return status_;
+        break;
       case Z_MEM_ERROR:
-        status_ = absl::ResourceExhaustedError(absl::StrCat(name_, ": out of memory while inflating"));
-        return status_;
+        status_ = absl::ResourceExhaustedError(
+            absl::StrCat(name_, ": out of memory while inflating at compressed offset ", consumed_));
+        break;
       default: {
         const char* msg = s.msg != nullptr ? s.msg : "unknown zlib error";
         if (starts_member) {
           status_ = Error(absl::StrCat("data after the end of a gzip member at compressed offset ", start,
                                        " is not another gzip member: ", msg));
+        } else if (const absl::string_view m(msg); m == "incorrect data check" || m == "incorrect length check") {
+          // zlib has just read the 4-byte trailer field that disagrees with the data: name where it starts.
+          status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
+                                       consumed_ >= 4 ? consumed_ - 4 : consumed_, ": ", msg,
+                                       " (the stream's trailer disagrees with the ", produced_,
+                                       " bytes decompressed)"));
         } else {
           status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
                                        consumed_, ": ", msg));
         }
-        return status_;
+        break;
       }
     }
+    // What the failing call decompressed before the damage is good data (a bad trailer CRC fails only
+    // after the whole stream came out): hand it out first; the error comes with the next call.
     if (out_n != 0) return std::span<const std::byte>(output_.get(), out_n);
+    if (!status_.ok()) return status_;
   }
   return std::span<const std::byte>();
 }

@@ -13,7 +13,11 @@
 //   - Errors: a corrupt stream is DataLoss "NAME: corrupt GZIP stream at compressed offset N: <zlib>";
 //     bytes after the end of a zlib stream, or after a gzip member that do not start another member, are
 //     DataLoss naming their offset; Finish() in the middle of a stream is DataLoss "truncated". Errors are
-//     sticky. An empty input is an empty stream (no error), as in TensorFlow.
+//     sticky. Everything decompressed before an error is handed out first: the call that meets the damage
+//     returns the output before it, and the next call (or Finish()) the error, so a stream whose trailer
+//     CRC alone is bad yields all of its data, then DataLoss. (Bytes zlib decoded from the damaged part
+//     before it noticed may be among that output: a checksum of the caller's, such as TFRecord's, catches
+//     them.) An empty input is an empty stream (no error), as in TensorFlow.
 //   - One thread at a time; movable.
 //
 //   Inflater inflater(ZlibFormat::kGzip, "/data/x.gz");

@@ -6,6 +6,7 @@
 //   scan_benchmark --files=/tmp/sluice-bench/rec100k.tfrecord [--block_size=1048576] [--depth=4] [--direct]
 //                  [--backend=uring|threads] [--repeat=3] [--gzip]
 //                  [--mode=auto|read|mmap] [--window=33554432] [--prefault=populate|willneed|none]
+//                  [--min_zero_copy=N]   # records >= N bytes are views (default 64 KiB; 0 never: all copied)
 //   scan_benchmark --sweep --files=...                          # block sizes 256 KiB..8 MiB x depths 1..8
 //
 // Output, one line per file and run:
@@ -13,6 +14,7 @@
 // GB/s counts the bytes of the file (the decompressed bytes with --gzip, for comparison with zcat).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +50,7 @@ struct Flags {
   std::string mode = "auto";
   size_t window = sluice::kDefaultMmapWindow;
   std::string prefault = "populate";
+  size_t min_zero_copy = sluice::kDefaultMinZeroCopyBytes;
 };
 
 bool ParseFlag(const char* arg, const char* name, std::string* value) {
@@ -76,6 +79,10 @@ Flags ParseFlags(int argc, char** argv) {
     else if (ParseFlag(a, "--mode", &v)) flags.mode = v;
     else if (ParseFlag(a, "--window", &v)) flags.window = std::strtoull(v.c_str(), nullptr, 10);
     else if (ParseFlag(a, "--prefault", &v)) flags.prefault = v;
+    else if (ParseFlag(a, "--min_zero_copy", &v)) {
+      const size_t n = std::strtoull(v.c_str(), nullptr, 10);
+      flags.min_zero_copy = n == 0 ? SIZE_MAX : n;
+    }
     else {
       std::fprintf(stderr, "unknown flag %s (see the header of scan_benchmark.cc)\n", a);
       std::exit(2);
@@ -142,6 +149,7 @@ double RunScan(sluice::Reactor& reactor, const std::string& file, const Flags& f
             : flags.mode == "mmap" ? sluice::ReadMode::kMmap
                                    : sluice::ReadMode::kAuto;
   io.mmap_window = flags.window;
+  io.min_zero_copy_bytes = flags.min_zero_copy;
   io.prefault = flags.prefault == "none"       ? sluice::Prefault::kNone
                 : flags.prefault == "willneed" ? sluice::Prefault::kWillNeed
                                                : sluice::Prefault::kPopulate;
@@ -154,10 +162,11 @@ double RunScan(sluice::Reactor& reactor, const std::string& file, const Flags& f
   }
   const double gbps = static_cast<double>(result.bytes) / seconds / 1e9;
   if (print) {
-    std::printf("scan %s block=%zu depth=%d direct=%d mode=%s window=%zu prefault=%s bytes=%llu records=%llu "
-                "seconds=%.3f GB/s=%.3f records/s=%.0f\n",
+    std::printf("scan %s block=%zu depth=%d direct=%d mode=%s window=%zu prefault=%s zero_copy=%s bytes=%llu "
+                "records=%llu seconds=%.3f GB/s=%.3f records/s=%.0f\n",
                 file.c_str(), block_size, depth, flags.direct ? 1 : 0, flags.mode.c_str(), flags.window,
                 flags.prefault.c_str(),
+                flags.min_zero_copy == SIZE_MAX ? "never" : std::to_string(flags.min_zero_copy).c_str(),
                 static_cast<unsigned long long>(result.bytes), static_cast<unsigned long long>(result.records),
                 seconds, gbps, static_cast<double>(result.records) / seconds);
     std::fflush(stdout);

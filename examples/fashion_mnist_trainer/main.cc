@@ -68,10 +68,5 @@ int main(int argc, char** argv) {
   }
   config.deterministic = !nondeterministic;
 
-  absl::StatusOr<fashion_mnist::TrainResult> result = fashion_mnist::Train(config, std::cout);
-  if (!result.ok()) {
-    std::cerr << "fashion_mnist_trainer: " << result.status() << "\n";
-    return 1;
-  }
-  return 0;
+  return fashion_mnist::TrainAndReport(config, std::cout, std::cerr);
 }

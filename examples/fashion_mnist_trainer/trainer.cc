@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -74,9 +75,23 @@ struct DecodeImage {
   }
 };
 
-Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, std::string split, bool shuffle_files) {
-  Dataset<std::string> files =
-      sluice::ListFiles({absl::StrCat(config.data_dir, "/", split, "-*.tfrecord*")}, shuffle_files, config.seed);
+// `path` as a glob(3) pattern that matches only itself.
+std::string GlobLiteral(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The shards the manifest lists, through ListFiles: it sorts them and shuffles with the seed as it did
+// when it globbed SPLIT-*.tfrecord*, so a folder of one conversion trains exactly as before.
+Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, const std::vector<std::string>& shards,
+                                    bool shuffle_files) {
+  std::vector<std::string> patterns;
+  for (const std::string& shard : shards) patterns.push_back(GlobLiteral(shard));
+  Dataset<std::string> files = sluice::ListFiles(std::move(patterns), shuffle_files, config.seed);
   return files
       .Interleave(OpenShard{}, kCycleLength, kBlockLength, config.parallel_calls, config.deterministic,
                   "fashion_mnist.OpenShard")
@@ -117,6 +132,9 @@ struct EpochState {
   // leaves after the current step.
   std::atomic<bool> stop{false};
   std::stop_source cancel;  // wakes replicas blocked on their iterators when one of them failed
+  // Set where building a Status could itself run out of memory (the barrier's completion); Train()
+  // reports it after the replicas are joined.
+  std::atomic<bool> out_of_memory{false};
   std::mutex error_mutex;
   absl::Status error;
 
@@ -134,7 +152,17 @@ struct EpochState {
 // batch size) and the optimizer step on the shared weights.
 struct ApplyStep {
   EpochState* state;
+  // noexcept (std::barrier requires it): running out of memory here stops the run (and allocates nothing).
   void operator()() noexcept {
+    try {
+      Apply();
+    } catch (const std::bad_alloc&) {
+      state->out_of_memory.store(true, std::memory_order_relaxed);
+      state->stop.store(true, std::memory_order_release);
+      state->cancel.request_stop();
+    }
+  }
+  void Apply() {
     std::vector<std::span<const float>> grads(state->gradients.begin(), state->gradients.end());
     int64_t images = 0;
     double loss_sum = 0.0;
@@ -178,8 +206,17 @@ sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>*
     const Tensor& images = (*next)->first;
     const Tensor& labels = (*next)->second;
     state->batch_sizes[r] = labels.num_elements();
-    absl::StatusOr<float> loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(),
-                                                                state->gradients[r]);
+    absl::StatusOr<float> loss = 0.0f;
+    bool out_of_memory = false;
+    try {
+      loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(), state->gradients[r]);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;  // the Status is built once the handler has let go of the exception
+    }
+    if (out_of_memory) {
+      loss = absl::ResourceExhaustedError(
+          absl::StrCat("out of memory computing the gradients of a batch of ", labels.num_elements()));
+    }
     if (!loss.ok()) {
       status = loss.status();
       break;
@@ -195,32 +232,27 @@ sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>*
   co_return status;
 }
 
-absl::StatusOr<int64_t> CountRecords(const TrainerConfig& config) {
-  Dataset<std::string> files = sluice::ListFiles({absl::StrCat(config.data_dir, "/train-*.tfrecord*")}, false);
-  sluice::Iterator<int64_t> it =
-      files.Interleave(OpenShard{}, 1, 1).Map([](const std::string&) { return int64_t{1}; }).MakeIterator();
-  int64_t count = 0;
-  for (absl::StatusOr<int64_t> one : it) {
-    if (!one.ok()) return one.status();
-    count += *one;
-  }
-  return count;
-}
-
 struct TestSet {
   std::vector<float> images;
   std::vector<int64_t> labels;
 };
 
-absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
+absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config, const ShardSet& shards) {
   TestSet test;
-  sluice::Iterator<ImageLabelBatch> it = MakeTestPipeline(config).MakeIterator();
+  sluice::Iterator<ImageLabelBatch> it = MakeTestPipeline(config, shards).MakeIterator();
   for (absl::StatusOr<ImageLabelBatch> batch : it) {
     if (!batch.ok()) return batch.status();
     std::span<const float> images = batch->first.span<float>();
     std::span<const int64_t> labels = batch->second.span<int64_t>();
-    test.images.insert(test.images.end(), images.begin(), images.end());
-    test.labels.insert(test.labels.end(), labels.begin(), labels.end());
+    // The whole test set is held in memory: say so when it does not fit, rather than abort.
+    try {
+      test.images.insert(test.images.end(), images.begin(), images.end());
+      test.labels.insert(test.labels.end(), labels.begin(), labels.end());
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory loading the test set from ", config.data_dir, " after ", test.labels.size(),
+          " images (", test.images.size() * sizeof(float), " bytes of pixels)"));
+    }
   }
   if (test.labels.empty()) {
     return absl::NotFoundError(absl::StrCat("no test records under ", config.data_dir,
@@ -231,14 +263,14 @@ absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config) {
 
 }  // namespace
 
-Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config) {
-  return DecodedExamples(config, "train", /*shuffle_files=*/true)
+Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards) {
+  return DecodedExamples(config, shards.train, /*shuffle_files=*/true)
       .Shuffle(config.shuffle_buffer, config.seed, /*reshuffle_each_iteration=*/true)
       .Batch(config.global_batch_size);
 }
 
-Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config) {
-  return DecodedExamples(config, "test", /*shuffle_files=*/false).Batch(kDefaultBatchSize);
+Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config, const ShardSet& shards) {
+  return DecodedExamples(config, shards.test, /*shuffle_files=*/false).Batch(kDefaultBatchSize);
 }
 
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out) {
@@ -250,13 +282,18 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   absl::StatusOr<std::unique_ptr<Model>> made = MakeModel(config.model, config.seed);
   if (!made.ok()) return made.status();
   std::unique_ptr<Model> model = std::move(*made);
-  absl::StatusOr<int64_t> train_records = CountRecords(config);
-  if (!train_records.ok()) return train_records.status();
-  if (*train_records == 0) {
+  // The files of one conversion, from its manifest: never a mix of two, never a leftover .tmp file.
+  absl::StatusOr<ShardSet> shards = FindShards(config.data_dir);
+  if (!shards.ok()) return shards.status();
+  for (const std::string& ignored : shards->ignored) {
+    out << "note: ignoring " << ignored << " (left by an interrupted conversion)\n";
+  }
+  const int64_t train_records = shards->train_records;
+  if (train_records == 0) {
     return absl::NotFoundError(absl::StrCat("no training records under ", config.data_dir,
                                             " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
   }
-  absl::StatusOr<TestSet> test = LoadTestSet(config);
+  absl::StatusOr<TestSet> test = LoadTestSet(config, *shards);
   if (!test.ok()) return test.status();
 
   const float base_rate = config.learning_rate > 0 ? config.learning_rate : DefaultLearningRate(*model);
@@ -266,9 +303,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   sluice::DistributeOptions distribute_options;
   distribute_options.iterator_options.deterministic = config.deterministic;
   sluice::DistributedDataset<ImageLabelBatch> distributed =
-      strategy.DistributeDataset(MakeTrainPipeline(config), distribute_options);
+      strategy.DistributeDataset(MakeTrainPipeline(config, *shards), distribute_options);
 
-  out << "training " << model->name() << " on " << *train_records << " images (" << config.data_dir << "), "
+  out << "training " << model->name() << " on " << train_records << " images (" << config.data_dir << "), "
       << config.replicas << " replicas, global batch " << config.global_batch_size << ", " << config.epochs
       << " epochs\n";
   TrainResult result;
@@ -278,7 +315,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   int64_t images = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     optimizer.learning_rate = CosineLearningRate(base_rate, epoch, config.epochs);
-    int64_t epoch_images = *train_records;
+    int64_t epoch_images = train_records;
     if (config.max_steps_per_epoch >= 0) {
       epoch_images = std::min(epoch_images, config.max_steps_per_epoch * config.global_batch_size);
     }
@@ -295,14 +332,24 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
       for (int r = 0; r < config.replicas; ++r) {
         threads.emplace_back([&input, &state, &barrier, r] {
           sluice::RunLoop home;
-          absl::Status status =
-              home.Run(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home), state.cancel.get_token());
+          std::optional<sluice::Task<absl::Status>> loop;
+          absl::Status status;
+          try {
+            loop.emplace(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home));
+          } catch (const std::bad_alloc&) {  // the coroutine frame; inside it, errors are Statuses
+            status = absl::ResourceExhaustedError("out of memory starting the replica");
+            barrier.arrive_and_drop();  // as ReplicaLoop does when it leaves, so the others do not wait for it
+          }
+          if (loop.has_value()) status = home.Run(std::move(*loop), state.cancel.get_token());
           if (!status.ok()) state.Fail(absl::Status(status.code(), absl::StrCat("replica ", r, ": ", status.message())));
         });
       }
       for (std::thread& t : threads) t.join();
     }
     if (!state.error.ok()) return state.error;
+    if (state.out_of_memory.load(std::memory_order_relaxed)) {
+      return absl::ResourceExhaustedError("out of memory while averaging the replicas' gradients");
+    }
     train_seconds += progress.elapsed_seconds();
     images += progress.images();
     result.steps += state.steps;
@@ -325,6 +372,22 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
                            .test_loss = result.epochs.back().test_loss,
                            .input_wait_share = result.input_wait_share});
   return result;
+}
+
+int TrainAndReport(const TrainerConfig& config, std::ostream& out, std::ostream& err) {
+  absl::Status status;
+  try {
+    status = Train(config, out).status();
+  } catch (const std::bad_alloc&) {
+    status = absl::ResourceExhaustedError("out of memory (std::bad_alloc)");
+  }
+  if (status.ok()) return 0;
+  err << "fashion_mnist_trainer: " << status << "\n";
+  if (status.code() == absl::StatusCode::kResourceExhausted) {
+    err << "(not enough memory: free some, raise the process's limits, or use fewer replicas or a smaller "
+           "--shuffle-buffer)\n";
+  }
+  return 1;
 }
 
 }  // namespace fashion_mnist

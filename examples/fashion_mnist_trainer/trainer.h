@@ -2,9 +2,11 @@
 // replica a coroutine on its own thread that co_awaits its own replica iterator.
 //
 // Contract:
-// - Input: OUT/train-*.tfrecord[.gz] and OUT/test-*.tfrecord[.gz] as written by `sluice convert
-//   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64).
-// - Training pipeline (MakeTrainPipeline): ListFiles(train-*, shuffled with the seed) -> Interleave(TFRecord,
+// - Input: the train and test shards that OUT/manifest.txt lists, as written by `sluice convert
+//   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64); see shards.h for the
+//   folders refused (mixed shard sets, files that disagree with the manifest) and the .tmp files ignored.
+//   The epoch size is the manifest's train record count.
+// - Training pipeline (MakeTrainPipeline): ListFiles(the train shards, shuffled with the seed) -> Interleave(TFRecord,
 //   parallel) -> ParseExample -> Map(decode to float32 [784], standardised, parallel) -> Shuffle(seeded,
 //   reshuffled each epoch) -> Batch(global batch). One pass is one epoch; the last batch may be short.
 // - Step: every replica gets its piece of the same global batch (tf.distribute's split), computes the
@@ -13,7 +15,9 @@
 //   step to the shared weights and reports progress. So R replicas train exactly as one big-batch step.
 // - Determinism: with deterministic pipeline options (the default) the same seed gives the same weights,
 //   losses and accuracies run after run, whatever the number of threads.
-// - Errors: a missing data directory, a bad record or a model error ends the run with that Status.
+// - Errors: a missing data directory, a bad record or a model error ends the run with that Status; so does
+//   running out of memory (RESOURCE_EXHAUSTED: from the readers, naming file, offset and size, or from
+//   the trainer, e.g. while holding the test set).
 // - Threading: Train() blocks; it starts one thread per replica and joins them before returning.
 //
 //   TrainerConfig config;
@@ -31,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/dataset.h"
+#include "shards.h"
 #include "sluice/io/tensor.h"
 
 namespace fashion_mnist {
@@ -70,14 +75,20 @@ struct TrainResult {
   double input_wait_share = 0.0;  // share of the replicas' step time spent waiting for input
 };
 
-// The training input of one epoch, batched with the global batch size.
-sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config);
+// The training input of one epoch from `shards` (FindShards(config.data_dir)), batched with the global
+// batch size.
+sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards);
 
 // The test split, in file order, batched for evaluation.
-sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config);
+sluice::Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config, const ShardSet& shards);
 
 // Trains as described above, writing the progress and the final summary to `out`.
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out);
+
+// Train() for the command line: the exit status (0 trained, 1 failed) with the failure written to `err`
+// as "fashion_mnist_trainer: STATUS". Running out of memory anywhere on the calling thread (a
+// std::bad_alloc, which would otherwise abort the process) is reported the same way.
+int TrainAndReport(const TrainerConfig& config, std::ostream& out, std::ostream& err);
 
 }  // namespace fashion_mnist
 

@@ -2,14 +2,25 @@
 
 #include "examples/fashion_mnist_trainer/model.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "sluice/distribute.h"
+#include "io/tfrecord_format.h"
 #include "tests/test_util.h"
 #include "tools/sluice/convert.h"
 
@@ -105,7 +116,9 @@ TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
   TrainerConfig config = SmallConfig();
   config.global_batch_size = 30;  // not a multiple of 4: uneven pieces
   std::vector<ImageLabelBatch> global;
-  sluice::Iterator<ImageLabelBatch> plain = MakeTrainPipeline(config).MakeIterator();
+  absl::StatusOr<ShardSet> shards = FindShards(config.data_dir);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  sluice::Iterator<ImageLabelBatch> plain = MakeTrainPipeline(config, *shards).MakeIterator();
   for (absl::StatusOr<ImageLabelBatch> batch : plain) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     global.push_back(*std::move(batch));
@@ -113,7 +126,8 @@ TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
   ASSERT_EQ(static_cast<int64_t>(global.size()), (kExamples + 29) / 30);
 
   sluice::MirroredStrategy strategy(4);
-  sluice::DistributedDataset<ImageLabelBatch> distributed = strategy.DistributeDataset(MakeTrainPipeline(config));
+  sluice::DistributedDataset<ImageLabelBatch> distributed =
+      strategy.DistributeDataset(MakeTrainPipeline(config, *shards));
   sluice::DistributedIterator<ImageLabelBatch> it = distributed.MakeIterator();
   size_t step = 0;
   for (;; ++step) {
@@ -155,6 +169,69 @@ TEST_F(TrainerTest, BadConfigIsInvalidArgument) {
   config.replicas = 2;
   config.model = "transformer";
   EXPECT_EQ(Train(config, log).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// VmData of this process, in bytes.
+uint64_t DataBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmData:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+// Runs in a child: TrainAndReport with only ~160 MiB more data memory allowed; exits with its status.
+void TrainUnderDataLimit(const TrainerConfig& config, const std::vector<std::string>& cleanup) {
+  const rlimit limit{DataBytes() + (uint64_t{160} << 20), RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
+  std::ostringstream out, err;
+  const int code = TrainAndReport(config, out, err);
+  std::fprintf(stderr, "%s", err.str().c_str());
+  std::fflush(stderr);
+  // _Exit skips the exit-time cleanup of TempPath folders: remove this process's own.
+  std::error_code ignored;
+  for (const std::string& dir : cleanup) std::filesystem::remove_all(dir, ignored);
+  std::_Exit(code);
+}
+
+// Issue 13: running out of memory is a message and exit status 1, not an abort. A test shard holds one
+// record of 250 MiB (a hole in a sparse file) and the run has far less memory than that: the reader's
+// RESOURCE_EXHAUSTED, naming the shard, the offset and the size, ends the run.
+TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_DATA for them";
+#endif
+  const std::string dir = sluice::testing_util::TempPath("fashion_mnist_oom");
+  std::filesystem::create_directories(dir);
+  std::string manifest;
+  // The manifest of the converted slice, its test shard replaced by the one below.
+  const std::string original = sluice::testing_util::ReadWholeFile(*dir_ + "/manifest.txt");
+  for (absl::string_view line : absl::StrSplit(original, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, "file test ")) absl::StrAppend(&manifest, line, "\n");
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(*dir_)) {
+    if (entry.path().filename().string().rfind("train-", 0) == 0) {
+      std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
+    }
+  }
+  constexpr uint64_t kRecord = uint64_t{250} << 20;  // under max_record_bytes (256 MiB)
+  std::byte header[sluice::io::kTFRecordHeaderBytes];
+  sluice::io::EncodeTFRecordHeader(kRecord, header);
+  const std::string shard = dir + "/test-00000-of-00001.tfrecord";
+  sluice::testing_util::WriteFile(shard, std::string(reinterpret_cast<const char*>(header), sizeof(header)));
+  const uint64_t shard_bytes = sizeof(header) + kRecord + 4;
+  ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(shard_bytes)), 0);
+  absl::StrAppend(&manifest, "file test test-00000-of-00001.tfrecord 1 ", shard_bytes, "\n");
+  sluice::testing_util::WriteFile(dir + "/manifest.txt", manifest);
+  TrainerConfig config = SmallConfig();
+  config.data_dir = dir;
+  config.epochs = 1;
+  config.max_steps_per_epoch = 1;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(TrainUnderDataLimit(config, {dir, *dir_}), ::testing::ExitedWithCode(1),
+              "fashion_mnist_trainer: RESOURCE_EXHAUSTED: .*test-00000-of-00001.tfrecord: record at offset 0 "
+              "needs 262144000 bytes: out of memory");
 }
 
 }  // namespace

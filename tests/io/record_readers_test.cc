@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -376,6 +377,123 @@ TEST_P(TFRecordTest, CorruptGzipStream) {
   for (size_t i = 0; i < got.records.size(); ++i) EXPECT_EQ(got.records[i], records[i]);
 }
 
+// `plain` compressed, with one bit of its trailer's checksum flipped: every byte decompresses, then the
+// check fails. Returns the compressed offset of the checksum field.
+size_t WriteWithBadTrailer(const std::string& path, const std::string& plain, Compression compression) {
+  std::string bytes = Compress(plain, compression);
+  // gzip ends in CRC32 and ISIZE, zlib in Adler-32.
+  const size_t check = bytes.size() - (compression == Compression::kGzip ? 8 : 4);
+  bytes[check] = static_cast<char>(bytes[check] ^ 0x01);
+  WriteFile(path, bytes);
+  return check;
+}
+
+// Issue 13: the records decompressed just before a failing check (up to 256 KiB of output) were lost.
+TEST_P(TFRecordTest, CompressedBadTrailerYieldsEveryRecordThenDataLoss) {
+  std::vector<std::string> records;
+  std::string plain;
+  for (int i = 0; i < 5000; ++i) {
+    records.push_back(Payload(100 + i % 7, i));  // random: about 600 KB compressed, several output chunks
+    io::AppendTFRecord(records.back(), &plain);
+  }
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    const std::string path = TempPath(absl::StrCat("bad_trailer", static_cast<int>(c)));
+    const size_t check = WriteWithBadTrailer(path, plain, c);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    for (const ReadOptions& io : {DefaultIo(), SmallBlocks(4096, 2)}) {
+      Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
+      EXPECT_EQ(got.records.size(), records.size());
+      EXPECT_TRUE(got.records == records);
+      ASSERT_EQ(got.errors.size(), 1u);
+      EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(got.errors[0].message(), HasSubstr(path));
+      EXPECT_THAT(got.errors[0].message(),
+                  HasSubstr(absl::StrCat("compressed offset ", check, ": incorrect data check")));
+    }
+  }
+}
+
+// Damage where a deflate block starts, after a sync flush that ends the first `kept` records: those come
+// out, then one DataLoss naming the damaged byte.
+TEST_P(TFRecordTest, CompressedDamageMidStreamKeepsTheRecordsBeforeIt) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 3000; ++i) records.push_back(Payload(200, 1000 + i));
+  constexpr size_t kKept = 2000;
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    absl::StatusOr<io::Deflater> d =
+        io::Deflater::Create(c == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib);
+    ASSERT_TRUE(d.ok());
+    std::string bytes;
+    size_t flushed = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      std::string framed;
+      io::AppendTFRecord(records[i], &framed);
+      ASSERT_TRUE(d->Compress(io::AsBytes(framed), &bytes).ok());
+      if (i + 1 == kKept) {
+        ASSERT_TRUE(d->Flush(&bytes).ok());
+        flushed = bytes.size();
+      }
+    }
+    ASSERT_TRUE(d->Finish(&bytes).ok());
+    bytes[flushed] = static_cast<char>(bytes[flushed] | 0x06);  // block type 3 (reserved): refused at once
+    const std::string path = TempPath(absl::StrCat("mid_damage", static_cast<int>(c)));
+    WriteFile(path, bytes);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    for (const ReadOptions& io : {DefaultIo(), SmallBlocks(4096, 2)}) {
+      Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
+      ASSERT_EQ(got.records.size(), kKept);
+      EXPECT_TRUE(std::equal(got.records.begin(), got.records.end(), records.begin()));
+      ASSERT_EQ(got.errors.size(), 1u);
+      EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(got.errors[0].message(), HasSubstr(path));
+      EXPECT_THAT(got.errors[0].message(),
+                  HasSubstr(absl::StrCat("compressed offset ", flushed + 1, ": invalid block type")));
+    }
+  }
+}
+
+// Damage that zlib decodes without noticing (here: inside stored blocks) breaks the framing first; the
+// reader then inflates the rest to name the compressed stream's own error too (its trailer's checksum).
+TEST_P(TFRecordTest, CompressedDamageThatBreaksTheFramingIsNamedInTheCompressedFile) {
+  std::vector<std::string> records;
+  std::string plain;
+  for (int i = 0; i < 300; ++i) {
+    records.push_back(Payload(100 + static_cast<size_t>(i), 2000 + i));  // distinct lengths: distinct headers
+    io::AppendTFRecord(records.back(), &plain);
+  }
+  constexpr size_t kDamaged = 150;
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    absl::StatusOr<io::Deflater> d = io::Deflater::Create(
+        c == Compression::kGzip ? io::ZlibFormat::kGzip : io::ZlibFormat::kZlib, /*level=*/0);  // stored blocks
+    ASSERT_TRUE(d.ok());
+    std::string bytes;
+    ASSERT_TRUE(d->Compress(io::AsBytes(plain), &bytes).ok());
+    ASSERT_TRUE(d->Finish(&bytes).ok());
+    std::string header;
+    io::AppendTFRecord(records[kDamaged], &header);
+    header.resize(io::kTFRecordHeaderBytes);
+    const size_t at = bytes.find(header);
+    ASSERT_NE(at, std::string::npos);
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x01);  // the length: its CRC no longer matches
+    const std::string path = TempPath(absl::StrCat("stored_damage", static_cast<int>(c)));
+    WriteFile(path, bytes);
+    TFRecordReaderOptions options;
+    options.compression = c;
+    Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, DefaultIo())));
+    ASSERT_EQ(got.records.size(), kDamaged);
+    EXPECT_TRUE(std::equal(got.records.begin(), got.records.end(), records.begin()));
+    ASSERT_EQ(got.errors.size(), 2u);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr("length CRC mismatch"));
+    EXPECT_EQ(got.errors[1].code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(got.errors[1].message(),
+                HasSubstr(absl::StrCat(path, ": corrupt ", c == Compression::kGzip ? "GZIP" : "ZLIB",
+                                       " stream at compressed offset ",
+                                       bytes.size() - (c == Compression::kGzip ? 8 : 4), ": incorrect data check")));
+  }
+}
+
 TEST_P(TFRecordTest, MissingFileAndDirectory) {
   const std::string missing = TempPath("does_not_exist.tfrecord");
   Collected got = SyncWait(Collect(ReadTFRecords(reactor(), missing, {}, DefaultIo())));
@@ -620,6 +738,35 @@ TEST_P(TextLineTest, CorruptGzipAndMissingFile) {
   EXPECT_EQ(missing.errors[0].code(), absl::StatusCode::kNotFound);
 }
 
+// The text and fixed-length readers see the same: every line or record, then the DataLoss.
+TEST_P(TextLineTest, CompressedBadTrailerYieldsEveryLineAndRecord) {
+  std::string lines;
+  for (int i = 0; i < 40000; ++i) absl::StrAppend(&lines, "line number ", i, "\n");
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    const std::string path = TempPath(absl::StrCat("bad_trailer_lines", static_cast<int>(c)));
+    const size_t check = WriteWithBadTrailer(path, lines, c);
+    TextLineOptions text;
+    text.compression = c;
+    text.io = DefaultIo();
+    Collected got = SyncWait(Collect(ReadTextLines(reactor(), path, text)));
+    ASSERT_EQ(got.records.size(), 40000u);
+    EXPECT_EQ(got.records.back(), "line number 39999");
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat(path, ": corrupt ")));
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat("compressed offset ", check)));
+
+    FixedLengthRecordOptions fixed;
+    fixed.compression = c;
+    fixed.record_bytes = 16;
+    fixed.io = DefaultIo();
+    got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, fixed)));
+    EXPECT_EQ(got.records.size(), lines.size() / 16);
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_THAT(got.errors[0].message(), HasSubstr(absl::StrCat("compressed offset ", check)));
+  }
+}
+
 using FixedLengthTest = ReaderTest;
 
 TEST_P(FixedLengthTest, HeaderRecordsFooter) {
@@ -681,6 +828,72 @@ TEST_P(FixedLengthTest, PartialRecordTooShortAndBadOptions) {
   options.footer_bytes = 0;
   options.record_bytes = 4;
   got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, options)));
+  EXPECT_TRUE(got.records.empty());
+  EXPECT_TRUE(got.errors.empty());
+}
+
+// Issue 13, item 8: header + footer past 2^64 wrapped around and the messages printed the wrapped sums.
+TEST_P(FixedLengthTest, SizesPastTwoToTheSixtyFourAreInvalidArgument) {
+  const std::string path = TempPath("fixed_overflow");
+  WriteFile(path, "HHabcdefgFF");
+  constexpr uint64_t kHalf = uint64_t{1} << 63;
+  for (const auto& [header, record, footer] :
+       {std::tuple{kHalf, uint64_t{1}, kHalf}, std::tuple{uint64_t{0}, ~uint64_t{0}, uint64_t{1}},
+        std::tuple{uint64_t{2}, kHalf, kHalf - 1}}) {
+    FixedLengthRecordOptions options;
+    options.header_bytes = header;
+    options.record_bytes = record;
+    options.footer_bytes = footer;
+    options.io = DefaultIo();
+    Collected got = SyncWait(Collect(ReadFixedLengthRecords(reactor(), path, options)));
+    EXPECT_TRUE(got.records.empty());
+    ASSERT_EQ(got.errors.size(), 1u);
+    EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kInvalidArgument) << got.errors[0];
+    EXPECT_THAT(std::string(got.errors[0].message()),
+                HasSubstr(absl::StrCat(path, ": header_bytes (", header, ") + record_bytes (", record,
+                                       ") + footer_bytes (", footer, ") is more than any file can hold")));
+  }
+}
+
+// Issue 13, item 8: a symbolic link loop was UNKNOWN; it is FAILED_PRECONDITION naming the path.
+TEST_P(TFRecordTest, SymlinkLoopIsFailedPreconditionNamingThePath) {
+  const std::string a = TempPath("loop_a");
+  const std::string b = TempPath("loop_b");
+  std::remove(a.c_str());  // left by the test's run with another parameter
+  std::remove(b.c_str());
+  ASSERT_EQ(::symlink(b.c_str(), a.c_str()), 0);
+  ASSERT_EQ(::symlink(a.c_str(), b.c_str()), 0);
+  Collected got = SyncWait(Collect(ReadTFRecords(reactor(), a, {}, DefaultIo())));
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kFailedPrecondition) << got.errors[0];
+  EXPECT_THAT(got.errors[0].message(), HasSubstr(a));
+  EXPECT_THAT(got.errors[0].message(), HasSubstr("Too many levels of symbolic links"));
+}
+
+// Issue 13, item 8: /proc files stat as empty but read as text; they were 0 records and no error. A file of
+// size 0 is read to its end.
+TEST_P(TextLineTest, FileOfSizeZeroIsReadToItsEnd) {
+  TextLineOptions options;
+  options.io = DefaultIo();
+  Collected status = SyncWait(Collect(ReadTextLines(reactor(), "/proc/self/status", options)));
+  EXPECT_TRUE(status.errors.empty()) << status.errors[0];
+  ASSERT_GT(status.records.size(), 10u);
+  EXPECT_EQ(status.records[0].rfind("Name:\t", 0), 0u) << status.records[0];
+  EXPECT_NE(std::find(status.records.begin(), status.records.end(), absl::StrCat("Pid:\t", ::getpid())),
+            status.records.end());
+  // Larger than a block (4 KiB here): read block after block until a read returns nothing.
+  options.io = SmallBlocks(4096, 2);
+  Collected smaps = SyncWait(Collect(ReadTextLines(reactor(), "/proc/self/smaps", options)));
+  EXPECT_TRUE(smaps.errors.empty()) << smaps.errors[0];
+  size_t bytes = 0;
+  for (const std::string& line : smaps.records) bytes += line.size() + 1;
+  EXPECT_GT(bytes, 3 * 4096u);
+  EXPECT_EQ(smaps.offsets.back() + smaps.records.back().size() + 1, bytes);
+  // A truly empty file is still no lines and no error.
+  const std::string empty = TempPath("really_empty.txt");
+  WriteFile(empty, "");
+  options.io = DefaultIo();
+  Collected got = SyncWait(Collect(ReadTextLines(reactor(), empty, options)));
   EXPECT_TRUE(got.records.empty());
   EXPECT_TRUE(got.errors.empty());
 }

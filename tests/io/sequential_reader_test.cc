@@ -1,10 +1,14 @@
 #include "sluice/io/sequential_reader.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -270,6 +274,25 @@ TEST_P(SequentialReaderTest, MmapBlocksAreMappingsThatOutliveTheReader) {
   EXPECT_FALSE(InMappingOf(first, path));  // unmapped with the last holder
 }
 
+// kAuto (the default) never maps: a mapping cannot survive another process truncating the file (SIGBUS),
+// and the default must not crash whatever happens to the file (tests/io/file_change_test.cc races it).
+TEST_P(SequentialReaderTest, DefaultModeReadsInsteadOfMapping) {
+  const std::string path = std::filesystem::weakly_canonical(TempPath("default_mode")).string();
+  const std::string content = Payload(3 * PageSize() + 17, 12);
+  WriteFile(path, content);
+  ThreadPool pool(1);
+  SequentialReadOptions options;
+  EXPECT_EQ(options.mode, ReadMode::kAuto);
+  options.block_size = PageSize();
+  options.mmap_window = PageSize();
+  options.resume_on = &pool;
+  Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, options), /*keep_blocks=*/true));
+  ASSERT_TRUE(scan.error.ok()) << scan.error;
+  ASSERT_EQ(scan.kept.size(), 4u);
+  for (const Block& b : scan.kept) EXPECT_FALSE(InMappingOf(b.data.data(), path));
+  EXPECT_EQ(scan.bytes, content);
+}
+
 TEST_P(SequentialReaderTest, EmptyAndTinyFiles) {
   for (size_t size : {size_t{0}, size_t{1}, PageSize() - 1}) {
     const std::string path = TempPath(absl::StrCat("tiny", size));
@@ -280,6 +303,81 @@ TEST_P(SequentialReaderTest, EmptyAndTinyFiles) {
     EXPECT_EQ(scan.bytes, content);
     EXPECT_EQ(scan.offsets.size(), size == 0 ? 0u : 1u);
   }
+}
+
+// VmSize of this process, in bytes.
+uint64_t AddressSpaceBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+// Compares each block with `expected` at its offset as it arrives (the child has no memory for a copy).
+struct Compared {
+  absl::Status error;
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+  bool same = true;
+};
+
+// `expected` is kept alive by the caller until the task completes (SyncWait in the same expression).
+Task<Compared> CompareAll(AsyncGenerator<absl::StatusOr<Block>> gen, const std::string* expected) {
+  Compared out;
+  for (int guard = 0; guard < 1'000'000; ++guard) {
+    std::optional<absl::StatusOr<Block>> block = co_await gen.Next();
+    if (!block.has_value()) break;
+    if (!block->ok()) {
+      out.error = block->status();
+      continue;
+    }
+    const Block& b = **block;
+    out.same = out.same && b.offset == out.bytes && b.offset + b.data.size() <= expected->size() &&
+               std::memcmp(b.data.data(), expected->data() + b.offset, b.data.size()) == 0;
+    out.bytes += b.data.size();
+    ++out.blocks;
+  }
+  co_return out;
+}
+
+// Runs in a child: with 16 MiB of address space left, the 64 MiB window cannot be mapped (the one-page
+// probe can); the reader must read the file instead. Exits 0 when it got every byte.
+void ScanWithoutAddressSpace(Reactor& reactor, const std::string& path, const std::string& expected,
+                             SequentialReadOptions options) {
+  const rlimit limit{AddressSpaceBytes() + (uint64_t{16} << 20), RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+  Compared got = SyncWait(CompareAll(ReadBlocks(reactor, path, options), &expected));
+  std::fprintf(stderr, "%s: %llu bytes read in %llu blocks, %s\n", got.error.ToString().c_str(),
+               static_cast<unsigned long long>(got.bytes), static_cast<unsigned long long>(got.blocks),
+               got.same ? "as written" : "DIFFERENT");
+  std::fflush(stderr);
+  std::remove(path.c_str());  // _Exit skips the TempPath cleanup
+  std::_Exit(got.error.ok() && got.same && got.bytes == expected.size() ? 0 : 1);
+}
+
+// Issue 13, item 8: a window that could not be mapped was a hard error; the mmap path reads instead.
+TEST_P(SequentialReaderTest, UnmappableWindowFallsBackToReads) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_AS for them";
+#endif
+  if (mode() != ReadMode::kMmap) GTEST_SKIP() << "about the mmap path";
+  // 64 MiB: a random first page, then a hole (zeros on reading, nothing on disk).
+  const std::string path = TempPath("unmappable");
+  const std::string head = Payload(4096, 21);
+  WriteFile(path, head);
+  constexpr uint64_t kSize = uint64_t{64} << 20;
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kSize)), 0);
+  std::string expected = head;
+  expected.resize(kSize, '\0');
+  ThreadPool pool(1);
+  SequentialReadOptions options = Options(size_t{1} << 20, 2);
+  options.mmap_window = kSize;
+  options.resume_on = &pool;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(ScanWithoutAddressSpace(reactor(), path, expected, options), ::testing::ExitedWithCode(0),
+              "OK: 67108864 bytes read in 64 blocks, as written");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SequentialReaderTest, BackendModeValues(), BackendModeName);

@@ -5,6 +5,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -136,6 +137,96 @@ TEST(ZlibStreamTest, CorruptedBodyIsDataLoss) {
       ASSERT_FALSE(out.ok()) << "trial " << trial;
       EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss) << out.status();
       EXPECT_THAT(out.status().message(), HasSubstr("compressed offset")) << out.status();
+    }
+  }
+}
+
+// Feeds all of `data` at once and collects the output until the first error (returned in *error).
+std::string InflateUntilError(ZlibFormat format, const std::string& data, absl::Status* error) {
+  Inflater inflater(format, "test.gz");
+  inflater.Feed(Bytes(data));
+  std::string out;
+  for (int i = 0; i < 100000; ++i) {
+    absl::StatusOr<std::span<const std::byte>> piece = inflater.Next();
+    if (!piece.ok()) {
+      *error = piece.status();
+      return out;
+    }
+    if (piece->empty()) break;
+    out.append(reinterpret_cast<const char*>(piece->data()), piece->size());
+  }
+  *error = inflater.Finish();
+  return out;
+}
+
+// Issue 13: a bad trailer used to lose the last call's output (up to 256 KiB) with the error.
+TEST(ZlibStreamTest, BadTrailerYieldsAllDataThenDataLoss) {
+  const std::string data = RandomText(1'000'000, 21);  // several output chunks
+  // gzip's trailer: CRC32 then ISIZE; zlib's: Adler-32.
+  for (const auto& [format, from_end, check] :
+       {std::tuple{ZlibFormat::kGzip, size_t{8}, "incorrect data check"},
+        std::tuple{ZlibFormat::kGzip, size_t{4}, "incorrect length check"},
+        std::tuple{ZlibFormat::kZlib, size_t{4}, "incorrect data check"}}) {
+    std::string bad = Compress(format, data);
+    bad[bad.size() - from_end] = static_cast<char>(bad[bad.size() - from_end] ^ 0x01);
+    absl::Status error;
+    const std::string out = InflateUntilError(format, bad, &error);
+    EXPECT_EQ(out.size(), data.size()) << check;
+    EXPECT_TRUE(out == data) << check;
+    EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss) << error;
+    // Named where the bad field starts (each is 4 bytes).
+    EXPECT_THAT(std::string(error.message()), HasSubstr(absl::StrCat("compressed offset ", bad.size() - from_end,
+                                                                     ": ", check)));
+    EXPECT_THAT(std::string(error.message()), HasSubstr(absl::StrCat(data.size(), " bytes decompressed")));
+  }
+}
+
+// Damage right after a sync flush point: everything before the point comes out, then the error naming
+// the damaged byte's offset.
+TEST(ZlibStreamTest, DamageMidStreamYieldsEverythingBeforeIt) {
+  const std::string part1 = RandomText(700'000, 22);
+  const std::string part2 = RandomText(300'000, 23);
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib}) {
+    absl::StatusOr<Deflater> d = Deflater::Create(format);
+    ASSERT_TRUE(d.ok());
+    std::string bad;
+    ASSERT_TRUE(d->Compress(Bytes(part1), &bad).ok());
+    ASSERT_TRUE(d->Flush(&bad).ok());
+    const size_t flushed = bad.size();  // a deflate block starts on this byte
+    ASSERT_TRUE(d->Compress(Bytes(part2), &bad).ok());
+    ASSERT_TRUE(d->Finish(&bad).ok());
+    bad[flushed] = static_cast<char>(bad[flushed] | 0x06);  // block type 3: reserved, refused at once
+    absl::Status error;
+    const std::string out = InflateUntilError(format, bad, &error);
+    EXPECT_TRUE(out == part1) << out.size() << " bytes, expected " << part1.size();
+    EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss) << error;
+    EXPECT_THAT(error.message(), HasSubstr(absl::StrCat("compressed offset ", flushed + 1, ": invalid block type")));
+  }
+}
+
+// Random damage after a flush point: the data before the point always comes out whole.
+TEST(ZlibStreamTest, RandomDamageKeepsTheDataBeforeIt) {
+  const std::string part1 = RandomText(400'000, 24);
+  const std::string part2 = RandomText(400'000, 25);
+  std::mt19937 rng(26);
+  for (ZlibFormat format : {ZlibFormat::kGzip, ZlibFormat::kZlib}) {
+    absl::StatusOr<Deflater> d = Deflater::Create(format);
+    ASSERT_TRUE(d.ok());
+    std::string good;
+    ASSERT_TRUE(d->Compress(Bytes(part1), &good).ok());
+    ASSERT_TRUE(d->Flush(&good).ok());
+    const size_t flushed = good.size();
+    ASSERT_TRUE(d->Compress(Bytes(part2), &good).ok());
+    ASSERT_TRUE(d->Finish(&good).ok());
+    for (int trial = 0; trial < 20; ++trial) {
+      std::string bad = good;
+      const size_t at = flushed + rng() % (bad.size() - flushed);
+      bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
+      absl::Status error;
+      const std::string out = InflateUntilError(format, bad, &error);
+      EXPECT_FALSE(error.ok()) << "trial " << trial << " at " << at;
+      ASSERT_GE(out.size(), part1.size()) << "trial " << trial << " at " << at << ": " << error;
+      EXPECT_TRUE(out.compare(0, part1.size(), part1) == 0) << "trial " << trial;
     }
   }
 }

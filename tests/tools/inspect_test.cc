@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <sstream>
@@ -147,17 +149,65 @@ TEST_F(InspectTest, CorruptFilesExitOneAndPrintEachErrorOnce) {
   EXPECT_EQ(truncated.exit_code, 1);
   EXPECT_EQ(Count(truncated.out, "truncated record at offset 19"), 1u) << truncated.out;
   EXPECT_THAT(truncated.out, HasSubstr("beam_foo_bar_truncated.tfrecord"));
-  EXPECT_THAT(truncated.out, HasSubstr("crc: FAILED (1 bad record)"));
+  // Labelled by cause (issue 13, item 8): the CRCs of what was read are fine, the file is truncated.
+  EXPECT_THAT(truncated.out, HasSubstr("crc: ok\n  errors: 1 (1 truncated)\n"));
   EXPECT_EQ(truncated.err, "");
   InspectRun corrupt = Inspect({SharedFile("derived/beam_foo_bar_corrupt_data.tfrecord")});
   EXPECT_EQ(corrupt.exit_code, 1);
   EXPECT_EQ(Count(corrupt.out, "corrupted record at offset 0: data CRC mismatch"), 1u) << corrupt.out;
+  EXPECT_THAT(corrupt.out, HasSubstr("crc: FAILED (1 bad record)\n  errors: 1 (1 bad CRC)\n"));
   EXPECT_EQ(corrupt.err, "");
   InspectRun missing = Inspect({SharedFile("no_such_file.tfrecord")});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.out, HasSubstr("NOT_FOUND"));
   // One bad file makes the run fail even when the others are clean.
   EXPECT_EQ(Inspect({SharedFile("beam_foo.tfrecord"), SharedFile("no_such_file.tfrecord")}).exit_code, 1);
+}
+
+// Issue 13, item 8: every error used to be summed up as "crc: FAILED". Each cause has its own words (text)
+// and key (JSON), and "crc" says FAILED / "bad" only when a CRC did not match.
+TEST_F(InspectTest, ErrorsAreLabelledByCause) {
+  // A GZIP stream cut after its first half of records: records, then a truncated stream.
+  std::string records;
+  for (int i = 0; i < 2000; ++i) io::AppendTFRecord(absl::StrCat("record ", i), &records);
+  const std::string gz = Gzip(records);
+  const std::string cut = testing_util::TempPath("inspect_cut.tfrecord.gz");
+  testing_util::WriteFile(cut, gz.substr(0, gz.size() / 2));
+  // The gzip magic, then bytes that are no gzip header: corrupt data.
+  const std::string corrupt = testing_util::TempPath("inspect_corrupt.tfrecord.gz");
+  testing_util::WriteFile(corrupt, "\x1f\x8b\x63" "\x01 this is not deflate data");
+  // A symbolic link loop: FAILED_PRECONDITION naming the path (it used to be UNKNOWN).
+  const std::string loop_a = testing_util::TempPath("inspect_loop_a");
+  const std::string loop_b = testing_util::TempPath("inspect_loop_b");
+  ASSERT_EQ(::symlink(loop_b.c_str(), loop_a.c_str()), 0);
+  ASSERT_EQ(::symlink(loop_a.c_str(), loop_b.c_str()), 0);
+
+  InspectRun text = Inspect({cut, "/proc/self/status", loop_a});
+  EXPECT_EQ(text.exit_code, 1);
+  const std::vector<std::string> reports = absl::StrSplit(text.out, absl::ByString("\n/"));
+  ASSERT_EQ(reports.size(), 3u) << text.out;
+  EXPECT_THAT(reports[0], HasSubstr("truncated GZIP stream"));
+  EXPECT_THAT(reports[0], HasSubstr("crc: ok\n  errors: 1 (1 truncated)"));
+  // /proc files stat as empty: read to their end (text, so the framing fails), not passed off as an empty
+  // file with "crc: ok".
+  EXPECT_THAT(reports[1], HasSubstr("proc/self/status: corrupted record at offset 0: length CRC mismatch"));
+  EXPECT_THAT(reports[1], HasSubstr("crc: FAILED (1 bad record)\n  errors: 1 (1 bad CRC)"));
+  EXPECT_THAT(reports[2], HasSubstr(absl::StrCat("error: FAILED_PRECONDITION: ", loop_a,
+                                                 ": Too many levels of symbolic links")));
+
+  const std::vector<Json> lines = JsonLines(Inspect({"--json", cut, corrupt, "/proc/self/status", loop_a}).out);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0]["crc"], "ok");
+  EXPECT_EQ(lines[0]["errors"]["truncated"], 1);
+  EXPECT_GT(lines[0]["records"], 0);
+  EXPECT_EQ(lines[1]["crc"], "unchecked");
+  EXPECT_EQ(lines[1]["errors"]["corrupt"], 1) << lines[1].dump();
+  EXPECT_THAT(lines[1]["first_error"]["message"].get<std::string>(), HasSubstr("corrupt GZIP stream"));
+  EXPECT_EQ(lines[2]["crc"], "bad");
+  EXPECT_EQ(lines[2]["errors"]["crc"], 1);
+  EXPECT_EQ(lines[2]["first_error"]["code"], "DATA_LOSS");
+  EXPECT_EQ(lines[3]["first_error"]["code"], "FAILED_PRECONDITION");
+  EXPECT_EQ(lines[3]["errors"]["unreadable"], 1);
 }
 
 TEST_F(InspectTest, UsageErrorsExitTwo) {
@@ -207,7 +257,9 @@ TEST_F(InspectTest, JsonLinesDescribeSharedFiles) {
   // derived/README.source.txt: the truncated file ends 2 bytes into record 1, which starts at 16 + 3.
   const Json& truncated = lines[2];
   EXPECT_EQ(truncated["records"], 1);
-  EXPECT_EQ(truncated["crc"], "bad");
+  EXPECT_EQ(truncated["crc"], "ok");  // the one record read had good CRCs; the file is truncated
+  EXPECT_EQ(truncated["errors"]["truncated"], 1);
+  EXPECT_EQ(truncated["errors"]["crc"], 0);
   EXPECT_EQ(truncated["bad_records"], 1);
   EXPECT_EQ(truncated["first_error"]["offset"], 19);
   EXPECT_EQ(truncated["first_error"]["code"], "DATA_LOSS");
@@ -219,6 +271,8 @@ TEST_F(InspectTest, JsonLinesDescribeSharedFiles) {
   EXPECT_EQ(corrupt["first_error"]["offset"], 0);
   EXPECT_THAT(corrupt["first_error"]["message"].get<std::string>(), HasSubstr("data CRC mismatch"));
   EXPECT_EQ(corrupt["records"], 1);  // the reader continues with record 1, b"bar"
+  EXPECT_EQ(corrupt["crc"], "bad");
+  EXPECT_EQ(corrupt["errors"]["crc"], 1);
 
   const Json& sequence = lines[4];
   EXPECT_EQ(sequence["records"], 4500);
@@ -228,6 +282,7 @@ TEST_F(InspectTest, JsonLinesDescribeSharedFiles) {
 
   const Json& missing = lines[5];
   EXPECT_EQ(missing["crc"], "unchecked");
+  EXPECT_EQ(missing["errors"]["unreadable"], 1);
   EXPECT_EQ(missing["first_error"]["code"], "NOT_FOUND");
   EXPECT_TRUE(missing["first_error"]["offset"].is_null());
   EXPECT_TRUE(missing["first_record"].is_null());
@@ -342,24 +397,62 @@ TEST_F(InspectTest, StdinStreamWithCompressionDetected) {
   }
 }
 
-TEST_F(InspectTest, NamedFifoIsReadAsAStream) {
+// Issue 13, item 6: a FIFO given by path blocked the open forever without a writer, and with one it
+// consumed the writer's data before failing. It is refused at once, its data left where it was; a FIFO
+// redirected to stdin ("-") is still read as a stream.
+TEST_F(InspectTest, NamedFifoIsRefusedWithoutWaitingOrReading) {
   const std::string path = testing_util::TempPath("inspect_fifo");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  const std::string bytes = Gzip(testing_util::ReadWholeFile(SharedFile("beam_foo_bar.tfrecord")));
-  std::thread writer([&] {
+  // No writer. Were the open to block, a watchdog opens the write end (bounded: 30 s) so that the test
+  // fails instead of hanging.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 3000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done.load()) return;
+    ADD_FAILURE() << "sluice inspect blocked on a FIFO without a writer";
     const int fd = ::open(path.c_str(), O_WRONLY);
-    if (fd < 0) return;
-    EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
   });
-  InspectRun run = Inspect({"--json", path});
-  writer.join();
+  InspectRun run = Inspect({path});
+  done.store(true);
+  watchdog.join();
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("error: FAILED_PRECONDITION: ", path,
+                                              ": not a regular file (a FIFO); files are read by path, streams "
+                                              "from stdin: sluice inspect - < ", path)));
+
+  // A writer with data in the FIFO: refused the same way, and the data is still there afterwards.
+  const int rw = ::open(path.c_str(), O_RDWR | O_NONBLOCK);  // Linux: a FIFO end that never blocks
+  ASSERT_GE(rw, 0);
+  const std::string bytes = Gzip(testing_util::ReadWholeFile(SharedFile("beam_foo_bar.tfrecord")));
+  ASSERT_EQ(::write(rw, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  const InspectRun json = Inspect({"--json", path});
+  EXPECT_EQ(json.exit_code, 1);
+  const Json line = JsonLines(json.out).at(0);
+  EXPECT_EQ(line["crc"], "unchecked");
+  EXPECT_EQ(line["first_error"]["code"], "FAILED_PRECONDITION");
+  std::string left(bytes.size() + 1, '\0');
+  EXPECT_EQ(::read(rw, left.data(), left.size()), static_cast<ssize_t>(bytes.size()));
+  left.resize(bytes.size());
+  EXPECT_EQ(left, bytes);
+
+  // The same FIFO as stdin is a stream (the shell's `sluice inspect - < FIFO`).
+  ASSERT_EQ(::write(rw, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  const int writer_gone = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(writer_gone, 0);
+  ::close(rw);  // end of stream once the data is read: no writer is left
+  const InspectRun stream = Inspect({"--json", "-"}, writer_gone);
+  ::close(writer_gone);
   std::remove(path.c_str());
-  EXPECT_EQ(run.exit_code, 0) << run.out;
-  const Json line = JsonLines(run.out).at(0);
-  EXPECT_EQ(line["compression"], "GZIP");
-  EXPECT_EQ(line["records"], 2);
-  EXPECT_EQ(line["bytes"], bytes.size());
+  EXPECT_EQ(stream.exit_code, 0) << stream.out;
+  const Json streamed = JsonLines(stream.out).at(0);
+  EXPECT_EQ(streamed["compression"], "GZIP");
+  EXPECT_EQ(streamed["records"], 2);
+
+  // Character devices too: /dev/zero used to be read forever.
+  const InspectRun zero = Inspect({"/dev/zero"});
+  EXPECT_EQ(zero.exit_code, 1);
+  EXPECT_THAT(zero.out, HasSubstr("/dev/zero: not a regular file (a character device)"));
 }
 
 // Issue #13, item 2: every error was kept and printed twice (stdout and stderr).
@@ -379,7 +472,8 @@ TEST_F(InspectTest, ManyBadCrcRecordsGiveOneBoundedErrorList) {
   EXPECT_EQ(Count(text.out, "data CRC mismatch"), kMaxErrorsShown);
   EXPECT_THAT(text.out, HasSubstr("corrupted record at offset 0: data CRC mismatch"));
   EXPECT_THAT(text.out, HasSubstr("records: 0\n"));
-  EXPECT_THAT(text.out, HasSubstr("crc: FAILED (1000 bad records; the first 10 errors are shown above)"));
+  EXPECT_THAT(text.out, HasSubstr("crc: FAILED (1000 bad records)\n"
+                                  "  errors: 1000 (1000 bad CRC; the first 10 are shown above)\n"));
   EXPECT_EQ(text.err, "");
 
   InspectRun json = Inspect({"--json", path});

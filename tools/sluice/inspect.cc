@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "io/tfrecord_format.h"
@@ -79,6 +80,75 @@ Json RecordJson(const RecordDisplay& record) {
   return out;
 }
 
+// Why a file failed: the summary names causes, so that a truncated or unreadable file is not reported
+// as a CRC failure.
+enum class Cause { kCrc, kTruncated, kCorrupt, kUnreadable, kOutOfMemory };
+constexpr int kNumCauses = 5;
+
+Cause CauseOf(const absl::Status& error) {
+  if (error.code() == absl::StatusCode::kResourceExhausted) return Cause::kOutOfMemory;
+  if (error.code() != absl::StatusCode::kDataLoss) return Cause::kUnreadable;  // open, read, permission, ...
+  // The readers' DataLoss messages (io/tfrecord_format.cc, io/sequential_reader.cc) say which it is.
+  const absl::string_view message = error.message();
+  if (absl::StrContains(message, "CRC mismatch")) return Cause::kCrc;
+  if (absl::StrContains(message, "truncated") || absl::StrContains(message, "shrank")) return Cause::kTruncated;
+  return Cause::kCorrupt;  // a corrupt compressed stream, a length over the limit, trailing garbage
+}
+
+// The JSON key, and the words of the text summary.
+const char* CauseKey(Cause cause) {
+  switch (cause) {
+    case Cause::kCrc:
+      return "crc";
+    case Cause::kTruncated:
+      return "truncated";
+    case Cause::kCorrupt:
+      return "corrupt";
+    case Cause::kUnreadable:
+      return "unreadable";
+    case Cause::kOutOfMemory:
+      return "out_of_memory";
+  }
+  return "?";
+}
+const char* CauseWords(Cause cause) {
+  switch (cause) {
+    case Cause::kCrc:
+      return "bad CRC";
+    case Cause::kTruncated:
+      return "truncated";
+    case Cause::kCorrupt:
+      return "corrupt data";
+    case Cause::kUnreadable:
+      return "unreadable";
+    case Cause::kOutOfMemory:
+      return "out of memory";
+  }
+  return "?";
+}
+
+struct ErrorCounts {
+  uint64_t by_cause[kNumCauses] = {};
+  uint64_t total() const {
+    uint64_t n = 0;
+    for (uint64_t c : by_cause) n += c;
+    return n;
+  }
+  uint64_t of(Cause cause) const { return by_cause[static_cast<int>(cause)]; }
+  Json ToJson() const {
+    Json out = Json::object();
+    for (int i = 0; i < kNumCauses; ++i) out[CauseKey(static_cast<Cause>(i))] = by_cause[i];
+    return out;
+  }
+};
+
+// "ok": no CRC failed; "bad": some did; "unchecked": no record could be read because of another error.
+const char* CrcVerdict(const ErrorCounts& errors, uint64_t records) {
+  if (errors.of(Cause::kCrc) > 0) return "bad";
+  if (records == 0 && errors.total() > 0) return "unchecked";
+  return "ok";
+}
+
 // Everything one file's report needs, gathered while its records stream past: counts, the first record
 // and at most max_errors_shown errors (printed, not kept), so memory does not grow with the file.
 class FileInspector final : public RecordVisitor {
@@ -115,6 +185,7 @@ class FileInspector final : public RecordVisitor {
   }
 
   bool OnError(const absl::Status& error) override {
+    ++counts_.by_cause[static_cast<int>(CauseOf(error))];
     if (errors_++ == 0) {
       first_error_ = {{"offset", next_offset_},
                       {"code", absl::StatusCodeToString(error.code())},
@@ -129,6 +200,7 @@ class FileInspector final : public RecordVisitor {
   uint64_t records() const { return records_; }
   uint64_t record_bytes() const { return record_bytes_; }
   uint64_t errors() const { return errors_; }
+  const ErrorCounts& counts() const { return counts_; }
   uint64_t examples() const { return examples_; }
   uint64_t dumped() const { return dumped_; }
   const Json& first_error() const { return first_error_; }
@@ -140,6 +212,7 @@ class FileInspector final : public RecordVisitor {
   uint64_t records_ = 0;
   uint64_t record_bytes_ = 0;
   uint64_t errors_ = 0;
+  ErrorCounts counts_;
   uint64_t examples_ = 0;
   uint64_t dumped_ = 0;
   // Where the record after the last good one starts: where the first error's record starts.
@@ -148,13 +221,25 @@ class FileInspector final : public RecordVisitor {
   Json first_record_;  // kJson only
 };
 
-void PrintCrcLine(uint64_t errors, size_t shown, std::ostream& out) {
-  if (errors == 0) {
-    out << "  crc: ok\n";
-    return;
+// "crc: ok | FAILED (N bad records) | unchecked", then, when anything failed, "errors: N (by cause)".
+void PrintSummary(const ErrorCounts& errors, uint64_t records, size_t shown, std::ostream& out) {
+  const std::string_view crc = CrcVerdict(errors, records);
+  if (crc == "bad") {
+    const uint64_t bad = errors.of(Cause::kCrc);
+    out << "  crc: FAILED (" << bad << " bad record" << Plural(bad) << ")\n";
+  } else {
+    out << "  crc: " << crc << "\n";
   }
-  out << "  crc: FAILED (" << errors << " bad record" << Plural(errors);
-  if (errors > shown) out << "; the first " << shown << " errors are shown above";
+  const uint64_t total = errors.total();
+  if (total == 0) return;
+  out << "  errors: " << total << " (";
+  const char* separator = "";
+  for (int i = 0; i < kNumCauses; ++i) {
+    if (errors.by_cause[i] == 0) continue;
+    out << separator << errors.by_cause[i] << " " << CauseWords(static_cast<Cause>(i));
+    separator = ", ";
+  }
+  if (total > shown) out << "; the first " << shown << " are shown above";
   out << ")\n";
 }
 
@@ -171,6 +256,11 @@ int InspectFile(const std::string& path, const InspectOptions& options, std::ost
                          {"record_bytes", 0},
                          {"crc", "unchecked"},
                          {"bad_records", 0},
+                         {"errors", [&] {
+                            ErrorCounts counts;
+                            ++counts.by_cause[static_cast<int>(CauseOf(source.status()))];
+                            return counts.ToJson();
+                          }()},
                          {"first_error",
                           {{"offset", nullptr},
                            {"code", absl::StatusCodeToString(source.status().code())},
@@ -197,8 +287,9 @@ int InspectFile(const std::string& path, const InspectOptions& options, std::ost
                  {"records", inspector.records()},
                  {"bytes", bytes},
                  {"record_bytes", inspector.record_bytes()},
-                 {"crc", inspector.errors() == 0 ? "ok" : "bad"},
+                 {"crc", CrcVerdict(inspector.counts(), inspector.records())},
                  {"bad_records", inspector.errors()},
+                 {"errors", inspector.counts().ToJson()},
                  {"first_error", inspector.first_error()},
                  {"first_record", inspector.first_record()}};
     if (options.all) line["examples"] = inspector.examples();
@@ -217,7 +308,7 @@ int InspectFile(const std::string& path, const InspectOptions& options, std::ost
           << " records are tf.train.Example or SequenceExample\n";
     }
   }
-  PrintCrcLine(inspector.errors(), options.max_errors_shown, out);
+  PrintSummary(inspector.counts(), inspector.records(), options.max_errors_shown, out);
   return status;
 }
 

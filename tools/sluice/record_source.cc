@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/crc32c.h"
+#include "io/file_errors.h"
 #include "io/tfrecord_format.h"
 #include "sluice/engine/async_generator.h"
 #include "sluice/engine/reactor.h"
@@ -56,6 +57,13 @@ Task<void> VisitFileRecords(Reactor* reactor, std::string path, Compression comp
   }
 }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
 
 Compression DetectCompression(std::span<const unsigned char> head) {
@@ -83,29 +91,35 @@ absl::StatusOr<TFRecordSource> TFRecordSource::Open(const std::string& path,
   if (path == "-") {
     source.fd_ = stdin_fd;
   } else {
+    // Non-blocking, and the type taken from the open fd: a FIFO without a writer would block open(2), and
+    // nothing is read before the type is known (a writer's data stays in the FIFO).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return io::ErrnoStatus(errno, path);
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, path);
+    if (::fstat(fd, &st) != 0) {
+      const int stat_errno = errno;
+      ::close(fd);
+      return io::ErrnoStatus(stat_errno, path);
+    }
     if (S_ISDIR(st.st_mode)) {
+      ::close(fd);
       return absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a TFRecord file"));
     }
-    const bool seekable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return absl::ErrnoToStatus(errno, path);
-    if (seekable) {
-      source.file_bytes_ = static_cast<uint64_t>(st.st_size);
-      std::array<unsigned char, io::kTFRecordHeaderBytes> head{};
-      ssize_t n = 0;
-      if (!compression) n = ::pread(fd, head.data(), head.size(), 0);
-      const int read_errno = errno;
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
       ::close(fd);
-      if (n < 0) return absl::ErrnoToStatus(read_errno, absl::StrCat(path, ": read"));
-      if (!compression) {
-        source.compression_ = DetectCompression(std::span(head.data(), static_cast<size_t>(n)));
-      }
-      return source;
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": not a regular file (", FileKind(st.st_mode),
+          "); files are read by path, streams from stdin: sluice inspect - < ", path));
     }
-    source.fd_ = fd;
-    source.owns_fd_ = true;
+    source.file_bytes_ = static_cast<uint64_t>(st.st_size);
+    std::array<unsigned char, io::kTFRecordHeaderBytes> head{};
+    ssize_t n = 0;
+    if (!compression) n = ::pread(fd, head.data(), head.size(), 0);
+    const int read_errno = errno;
+    ::close(fd);
+    if (n < 0) return io::ErrnoStatus(read_errno, absl::StrCat(path, ": read"));
+    if (!compression) source.compression_ = DetectCompression(std::span(head.data(), static_cast<size_t>(n)));
+    return source;
   }
   if (!compression) {
     source.head_.resize(io::kTFRecordHeaderBytes);
@@ -125,12 +139,9 @@ TFRecordSource::TFRecordSource(TFRecordSource&& other) noexcept
       detected_(other.detected_),
       file_bytes_(other.file_bytes_),
       fd_(std::exchange(other.fd_, -1)),
-      owns_fd_(std::exchange(other.owns_fd_, false)),
       head_(std::move(other.head_)) {}
 
-TFRecordSource::~TFRecordSource() {
-  if (owns_fd_) ::close(fd_);
-}
+TFRecordSource::~TFRecordSource() = default;
 
 uint64_t TFRecordSource::Scan(RecordVisitor& visitor) {
   if (is_stream()) return ScanStream(visitor);
@@ -143,14 +154,27 @@ uint64_t TFRecordSource::ScanStream(RecordVisitor& visitor) {
   options.compression = compression_;
   io::TFRecordDecoder decoder(compression_, io::ParserOptionsFor(options, name_));
   // As ReadTFRecords: the decoder repeats an unrecoverable error on every call, so seeing the same error
-  // twice ends the stream.
+  // twice ends the stream, unless the framing broke inside a compressed stream: then the rest is inflated
+  // (skipping) to name the compressed damage, if any.
   absl::Status last_error;
+  bool skipping = false;
   // Hands out what the decoder has; false when reading should stop.
   auto drain = [&]() {
+    if (skipping) {
+      absl::Status damage = decoder.SkipCompressed();
+      if (!damage.ok()) visitor.OnError(damage);
+      return damage.ok() && !decoder.skip_gave_up();
+    }
     for (;;) {
       absl::StatusOr<std::optional<io::TFRecordView>> next = decoder.Next();
       if (!next.ok()) {
-        if (next.status() == last_error) return false;
+        if (next.status() == last_error) {
+          if (!decoder.framing_lost_in_compressed()) return false;
+          skipping = true;
+          absl::Status damage = decoder.SkipCompressed();
+          if (!damage.ok()) visitor.OnError(damage);
+          return damage.ok() && !decoder.skip_gave_up();
+        }
         last_error = next.status();
         if (!visitor.OnError(last_error)) return false;
         continue;
@@ -177,7 +201,7 @@ uint64_t TFRecordSource::ScanStream(RecordVisitor& visitor) {
     decoder.Feed(io::AsBytes(absl::string_view(chunk.get(), static_cast<size_t>(n))));
     if (!drain()) return bytes;
   }
-  absl::Status finished = decoder.Finish();
+  absl::Status finished = skipping ? decoder.FinishCompressed() : decoder.Finish();
   if (!finished.ok() && finished != last_error) visitor.OnError(finished);
   return bytes;
 }

@@ -1,17 +1,22 @@
-// TFRecordSource: the records of one FILE argument, from a regular file, a pipe or stdin ("-").
+// TFRecordSource: the records of one FILE argument, a regular file by path or a stream on stdin ("-").
 //
 // Contract:
-// - Open(path, compression, stdin_fd): "-" means the already open `stdin_fd`. A regular file (or block
-//   device) is read later by the library's ReadTFRecords on DefaultReactor() (mmap or io_uring reads); it
-//   cannot read pipes (File::Open refuses what it cannot read at an offset), so anything else (a pipe, a
-//   FIFO, /dev/stdin, a terminal) is read front to back with read(2) in 1 MiB chunks through the same
-//   decoder ReadTFRecords uses, so the records and error messages are the same. Memory stays bounded by
-//   one chunk, the inflater's window and the largest record, whatever the length of the stream.
+// - Open(path, compression, stdin_fd): "-" means the already open `stdin_fd`, read front to back with
+//   read(2) in 1 MiB chunks through the same decoder ReadTFRecords uses (so the records and error
+//   messages are the same), whatever it is: a pipe, a FIFO, a terminal, a file. Memory stays bounded by
+//   one chunk, the inflater's window and the largest record, whatever the length of the stream. A path
+//   must be a regular file (or block device), read later by the library's ReadTFRecords on
+//   DefaultReactor() (its default read path). It is opened non-blocking and its type taken from the open
+//   fd before anything is read, so a FIFO, a character device or a socket given by path is
+//   FailedPrecondition at once, naming the path, its kind and how to stream it (`sluice inspect - <
+//   PATH`): a FIFO without a writer used to block the open forever, one with a writer lost the data read
+//   before the failure, and /dev/zero was read forever.
 // - Compression: taken as given, or detected from the first 12 bytes (a valid uncompressed record header,
 //   else the gzip magic, else a zlib header; an empty input is uncompressed). For a stream, the bytes read
 //   to detect it are kept and decoded as the start of the stream.
-// - Errors from Open: the stat/open/read error, naming the path (NotFound, PermissionDenied, ...);
-//   FailedPrecondition for a directory.
+// - Errors from Open: the open/stat/read error, naming the path (NotFound, PermissionDenied, ...;
+//   FailedPrecondition for a symbolic link loop); FailedPrecondition for a directory or any other file
+//   that is not regular (see above).
 // - Scan(visitor) hands every record (payload, byte offset in the possibly decompressed stream) and every
 //   error element to the visitor in stream order, as ReadTFRecords does; a data CRC mismatch is followed
 //   by the next record, while truncation, a bad length CRC and I/O errors are the last element. The
@@ -76,8 +81,7 @@ class TFRecordSource {
   Compression compression_ = Compression::kNone;
   bool detected_ = false;
   uint64_t file_bytes_ = 0;  // regular files
-  int fd_ = -1;              // streams
-  bool owns_fd_ = false;
+  int fd_ = -1;              // the stream (stdin, not owned)
   std::string head_;  // stream bytes read before Scan (to detect the compression)
 };
 

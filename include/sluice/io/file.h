@@ -2,8 +2,8 @@
 //
 // Contract:
 // - Open(reactor, path, options) opens `path` read-only and stats it once; Size() is the size at open.
-//   Errors name the path: NotFound / PermissionDenied from open(2), FailedPrecondition for a directory or
-//   anything that is not a regular file (or block device).
+//   Errors name the path: NotFound / PermissionDenied from open(2), FailedPrecondition for a directory,
+//   anything that is not a regular file (or block device) and a symbolic link loop (ELOOP).
 // - O_DIRECT (options.direct): the file is opened with O_DIRECT; where the file system refuses it (EINVAL
 //   from open, as on tmpfs and some overlay file systems, or EINVAL from the first direct read) the file
 //   silently falls back to buffered reads and direct() becomes false. That is not an error: callers that

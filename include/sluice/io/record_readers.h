@@ -8,14 +8,24 @@
 //   while held, so the threshold keeps small records, which consumers may buffer by the thousand, from
 //   pinning megabytes); every other record is copied once into its own allocation. `offset` is the
 //   record's byte offset in the file, in the decompressed stream for GZIP/ZLIB files.
-// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/io/sequential_reader.h). kAuto maps
-//   uncompressed regular files (a block is then an mmap window of mmap_window bytes, so a zero-copy
-//   record pins its window's mapping, not a copy) and reads compressed ones. The elements and errors are
-//   the same either way.
+// - Blocks: ReadOptions::mode picks how ReadBlocks gets the bytes (sluice/io/sequential_reader.h). kAuto
+//   (the default) and kRead read into pooled buffers; kMmap maps uncompressed and compressed regular files
+//   (a block is then an mmap window of mmap_window bytes, so a zero-copy record pins its window's mapping,
+//   not a copy). The elements and errors are the same either way, while nobody else changes the file.
+// - Files changed while being read: by default no crash whatever another process does to the file; a
+//   truncated file ends the stream with DataLoss naming the path and offset ("file shrank while being
+//   read"), bytes rewritten in place are read as they are when their block is read (TFRecord's CRCs turn
+//   most torn records into DataLoss; text and fixed-length records have no checksum), and a Record's
+//   bytes never change after it was yielded. kMmap gives this up for speed: a
+//   truncation raises SIGBUS, and a rewrite changes the bytes of records already yielded.
 // - Errors are elements (a consumer may keep pulling after a recoverable one); all name the path and a
 //   byte offset. NotFound / PermissionDenied / FailedPrecondition (directory) when the file cannot be
-//   opened, read errors from the reactor, and DataLoss for bad content. I/O errors, cancellation and
-//   unrecoverable format errors end the stream.
+//   opened, read errors from the reactor, and DataLoss for bad content. A record (line, block) that
+//   cannot be allocated is ResourceExhausted naming the path, its offset and the bytes it needs (a TFRecord
+//   length header beyond what memory could ever hold, RAM + swap or the rlimits, is refused before any
+//   allocation; never a std::bad_alloc). I/O errors, cancellation, running out of memory while assembling
+//   a record and unrecoverable format errors end the stream; a record that fits but whose copy fails is
+//   one error element, and reading goes on.
 // - Cancellation: a stop requested on the consumer's token ends the stream with CancelledError at the
 //   next block boundary at the latest; reads in flight are cancelled and awaited.
 // - Threading: parsing runs on ReadOptions::parse_on (ThreadPool::Default() when null), never on the
@@ -54,7 +64,8 @@
 //   decompressed stream. A body that is not a multiple of record_bytes yields every whole record, then
 //   DataLoss naming the leftover bytes (TensorFlow does that for compressed files and drops the leftover
 //   silently for uncompressed ones; sluice never reads short silently). A file shorter than
-//   header_bytes + footer_bytes is DataLoss. record_bytes == 0 is InvalidArgument. A start_offset other
+//   header_bytes + footer_bytes is DataLoss. record_bytes == 0, and header_bytes + record_bytes +
+//   footer_bytes past 2^64 - 1, are InvalidArgument naming the three. A start_offset other
 //   than 0 (the first record) must be header_bytes + k * record_bytes, else InvalidArgument; past the last
 //   record's end (the footer's start) is OutOfRange.
 //

@@ -5,7 +5,9 @@
 //   options.block_size bytes (the first and the last one may be shorter; an empty file yields none).
 //   Block::offset is the block's byte offset in the file. The file's size is
 //   taken when it is opened; a file that shrinks while being read yields DataLoss (never a silent short
-//   read), bytes appended after the open are not read.
+//   read), bytes appended after the open are not read. Except: a file whose size is 0 when opened (/proc
+//   and /sys files stat as empty but read as text) is read to its end, one block at a time, without
+//   read-ahead; a truly empty file yields no block. Block devices are sized with BLKGETSIZE64.
 // - Read-ahead: up to options.blocks_in_flight reads are outstanding while the consumer holds a block, so
 //   parsing block k overlaps reading blocks k+1..k+depth. The reads are started eagerly when the
 //   generator first runs.
@@ -17,16 +19,21 @@
 //   PermissionDenied, FailedPrecondition for a directory) and read errors, all naming the path and, for
 //   reads, the offset.
 // - O_DIRECT (options.direct): see File; when refused the reader falls back to buffered reads silently.
-// - Memory mapping (options.mode): kMmap, and kAuto, map a non-empty regular file opened without O_DIRECT
-//   in windows of options.mmap_window bytes (rounded up to the page size) instead of reading it, so the
-//   kernel's page-cache copy disappears: each Block is one window and its `buffer` owns the mapping
-//   (munmap when the reader and every holder of the Block let go). The next window is mapped and
-//   prefaulted (options.prefault) on the reactor's thread while the consumer works on the current one. Anything
-//   else (O_DIRECT honoured, block devices, empty files, kRead, a refused mmap) takes the read path with
-//   the same elements and errors. The size is taken at open and nothing past it is mapped; before each
-//   window is handed out the file is fstat'ed again and a shrunken file yields DataLoss as on the read
-//   path. Remaining risk: a file truncated while a consumer is reading a window already handed out
-//   raises SIGBUS (as for any mmap reader); use kRead for files that others may truncate.
+// - Memory mapping (options.mode): only kMmap maps; kAuto and kRead read (see ReadMode for why). kMmap
+//   maps a non-empty regular file opened without O_DIRECT in windows of options.mmap_window bytes
+//   (rounded up to the page size) instead of reading it, so the kernel's page-cache copy disappears:
+//   each Block is one window and its `buffer` owns the mapping (munmap when the reader and every holder
+//   of the Block let go). The next window is mapped and prefaulted (options.prefault) on the reactor's
+//   thread while the consumer works on the current one. Anything else (O_DIRECT honoured, block devices,
+//   empty files, a refused mmap) takes the read path with the same elements and errors. The size is
+//   taken at open and nothing past it is mapped; before each window is handed out the file is fstat'ed
+//   again and a shrunken file yields DataLoss as on the read path.
+// - Files changed by others while being read: the read path never crashes; a file that shrinks is
+//   DataLoss, bytes rewritten in place are read as they are when each block is read (a record reader's
+//   CRCs then catch most torn records), and a Block's bytes never change once handed out. The mmap path
+//   (kMmap) gives none of that: a file truncated while a window is in use raises SIGBUS, which kills the
+//   process, and bytes rewritten in place change under the Blocks (and zero-copy records) already handed
+//   out, after their CRCs were checked. Use kMmap only for files nobody rewrites while they are read.
 // - Cancellation: a stop requested on the consumer's token makes the next Next() yield CancelledError
 //   (naming the path) as the last element; reads still in flight are cancelled and awaited first.
 // - Threading: completions arrive on the reactor's thread. With options.resume_on set, the consumer is
@@ -70,10 +77,11 @@ inline constexpr int kDefaultBlocksInFlight = 2;
 inline constexpr size_t kDefaultMmapWindow = size_t{32} << 20;
 
 enum class ReadMode {
-  kAuto,  // kMmap: no page-cache copy (a third less CPU), faster cold, with the cores busy and, with
-          // ReadTFRecords' parallel CRC check, idle too (docs/io.md, "Scan throughput")
-  kRead,  // read(2) / io_uring reads into pooled buffers
-  kMmap,  // mmap windows where the file allows (see the contract), else kRead
+  kAuto,  // the default: kRead. The mmap path scans 100 KiB records up to 2.7x faster (docs/io.md, "Read
+          // modes") but a truncation by another process kills the reader with SIGBUS; no default may crash.
+  kRead,  // read(2) / io_uring reads into pooled buffers: safe whatever others do to the file
+  kMmap,  // mmap windows where the file allows (see the contract), else kRead. Opt-in, for files that
+          // nobody truncates or rewrites while they are read.
 };
 
 // How a mapped window is brought into the page tables ahead of the consumer.

@@ -206,6 +206,7 @@ class SLUICE_EXPORT Tensor {
  private:
   // Takes over one reference to `buffer`.
   Tensor(DType dtype, Shape shape, detail::TensorBuffer* buffer, size_t offset);
+  static void LeaveMovedFrom(Tensor& other) noexcept;
   void CheckType(DType requested) const;
 
   DType dtype_ = DType::kFloat32;
