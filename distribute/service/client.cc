@@ -151,7 +151,8 @@ void Client::Impl::Start(CallAwaiter* call) {
   pending.emplace(call->id_, call);
   // A cancel posted before this start found nothing to cancel; the flag catches it here.
   if (call->cancel_requested_.load(std::memory_order_acquire)) {
-    Complete(call, absl::CancelledError(absl::StrCat("service call ", call->id_, " to ", peer, " cancelled")));
+    Complete(call,
+             absl::CancelledError(absl::StrCat("service call ", call->id_, " to ", peer, " cancelled")));
     return;
   }
   std::string bytes;
@@ -163,7 +164,8 @@ void Client::Impl::Start(CallAwaiter* call) {
 void Client::Impl::Cancel(uint64_t call_id) {
   auto it = pending.find(call_id);
   if (it == pending.end()) return;  // answered already, or not started yet (Start checks the flag)
-  Complete(it->second, absl::CancelledError(absl::StrCat("service call ", call_id, " to ", peer, " cancelled")));
+  Complete(it->second,
+           absl::CancelledError(absl::StrCat("service call ", call_id, " to ", peer, " cancelled")));
   std::string bytes;
   AppendFrame(&bytes, FrameKind::kCancel, call_id, {});
   connection->Send(std::move(bytes));
@@ -208,9 +210,9 @@ void Client::Impl::OnClose(const absl::Status& why) {
   down = true;
   down_status = why.code() == absl::StatusCode::kCancelled
                     ? why
-                    : absl::UnavailableError(absl::StrCat("connection to ", peer, " lost: ",
-                                                          absl::StatusCodeToString(why.code()), ": ",
-                                                          why.message()));
+                    : absl::UnavailableError(absl::StrCat("connection to ", peer,
+                                                          " lost: ", absl::StatusCodeToString(why.code()),
+                                                          ": ", why.message()));
   std::vector<CallAwaiter*> calls;
   calls.reserve(pending.size());
   for (auto& [id, call] : pending) calls.push_back(call);
@@ -234,7 +236,8 @@ void Client::Impl::Close() {
   if (thread.joinable()) thread.join();
 }
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Connect(std::string host, uint16_t port, ClientOptions options) {
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(std::string host, uint16_t port,
+                                                        ClientOptions options) {
   auto impl = std::make_shared<Impl>(options);
   impl->peer = absl::StrCat(host, ":", port);
   asio::error_code ec;
@@ -244,7 +247,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(std::string host, uint16
   asio::ip::tcp::socket socket(impl->io);
   asio::connect(socket, endpoints, ec);
   if (ec) {
-    return absl::UnavailableError(absl::StrCat("service client: connecting to ", impl->peer, ": ", ec.message()));
+    return absl::UnavailableError(
+        absl::StrCat("service client: connecting to ", impl->peer, ": ", ec.message()));
   }
   // Set up before the network thread starts, which publishes all of it to that thread.
   impl->connection = std::make_shared<FrameConnection>(std::move(socket), options.max_payload_bytes);

@@ -35,16 +35,24 @@ bool IsKnownFrameKind(uint8_t kind) {
   return false;
 }
 
-bool IsRequestKind(FrameKind kind) { return static_cast<uint8_t>(kind) >= 16 && IsKnownFrameKind(static_cast<uint8_t>(kind)); }
+bool IsRequestKind(FrameKind kind) {
+  return static_cast<uint8_t>(kind) >= 16 && IsKnownFrameKind(static_cast<uint8_t>(kind));
+}
 
 const char* FrameKindName(FrameKind kind) {
   switch (kind) {
-    case FrameKind::kResponse: return "response";
-    case FrameKind::kError: return "error";
-    case FrameKind::kCancel: return "cancel";
-    case FrameKind::kPing: return "ping";
-    case FrameKind::kGetOrCreateJob: return "get_or_create_job";
-    case FrameKind::kGetElements: return "get_elements";
+    case FrameKind::kResponse:
+      return "response";
+    case FrameKind::kError:
+      return "error";
+    case FrameKind::kCancel:
+      return "cancel";
+    case FrameKind::kPing:
+      return "ping";
+    case FrameKind::kGetOrCreateJob:
+      return "get_or_create_job";
+    case FrameKind::kGetElements:
+      return "get_elements";
   }
   return "unknown";
 }
@@ -95,8 +103,8 @@ absl::StatusOr<std::optional<Frame>> FrameDecoder::Next() {
   // without waiting for a whole header it may never send.
   const size_t magic_bytes = available < 4 ? available : 4;
   if (std::memcmp(p, kFrameMagic, magic_bytes) != 0) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "service frame at stream offset ", stream_offset_, ": bad magic (expected \"SLSV\")")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("service frame at stream offset ", stream_offset_, ": bad magic (expected \"SLSV\")")));
   }
   if (available < kFrameHeaderSize) return std::nullopt;
   const uint8_t version = static_cast<uint8_t>(p[4]);
@@ -114,8 +122,8 @@ absl::StatusOr<std::optional<Frame>> FrameDecoder::Next() {
         absl::StrFormat("service frame at stream offset %d: unknown kind %d", stream_offset_, kind)));
   }
   if ((flags & ~kKnownFrameFlags) != 0) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "service frame at stream offset %d: unknown flags 0x%04x", stream_offset_, flags)));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrFormat("service frame at stream offset %d: unknown flags 0x%04x", stream_offset_, flags)));
   }
   // Checked before a byte of payload is buffered or reserved.
   if (length > max_payload_bytes_) {

@@ -75,11 +75,12 @@ absl::Status DecodeErrorPayload(std::string_view bytes) {
   constexpr absl::string_view kName = "ErrorPayload";
   uint64_t code = 0;
   std::string message;
-  absl::Status read = ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
-    if (field == 1) return ReadVarintInto(kName, r, field, type, &code);
-    if (field == 2) return ReadBytesInto(kName, r, field, type, &message);
-    return false;
-  });
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &code);
+        if (field == 2) return ReadBytesInto(kName, r, field, type, &message);
+        return false;
+      });
   if (!read.ok()) return absl::InternalError(absl::StrCat("error frame: ", read.message()));
   // Codes outside absl's range (a newer peer) keep their message but become Unknown.
   if (code == 0) return absl::InternalError(absl::StrCat("error frame with status code OK: ", message));
@@ -101,12 +102,13 @@ absl::StatusOr<GetOrCreateJobRequest> DecodeGetOrCreateJobRequest(std::string_vi
   constexpr absl::string_view kName = "GetOrCreateJobRequest";
   GetOrCreateJobRequest message;
   uint64_t mode = 0;
-  absl::Status read = ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
-    if (field == 1) return ReadBytesInto(kName, r, field, type, &message.graph);
-    if (field == 2) return ReadVarintInto(kName, r, field, type, &mode);
-    if (field == 3) return ReadBytesInto(kName, r, field, type, &message.job_name);
-    return false;
-  });
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadBytesInto(kName, r, field, type, &message.graph);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &mode);
+        if (field == 3) return ReadBytesInto(kName, r, field, type, &message.job_name);
+        return false;
+      });
   if (!read.ok()) return read;
   if (mode > static_cast<uint64_t>(ProcessingMode::kDistributedEpoch)) {
     return absl::InvalidArgumentError(absl::StrCat(kName, ": unknown processing mode ", mode));
@@ -125,11 +127,12 @@ std::string EncodeGetOrCreateJobResponse(const GetOrCreateJobResponse& message) 
 absl::StatusOr<GetOrCreateJobResponse> DecodeGetOrCreateJobResponse(std::string_view bytes) {
   constexpr absl::string_view kName = "GetOrCreateJobResponse";
   GetOrCreateJobResponse message;
-  absl::Status read = ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
-    if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_id);
-    if (field == 2) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
-    return false;
-  });
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_id);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
+        return false;
+      });
   if (!read.ok()) return read;
   return message;
 }
@@ -146,17 +149,19 @@ absl::StatusOr<GetElementsRequest> DecodeGetElementsRequest(std::string_view byt
   constexpr absl::string_view kName = "GetElementsRequest";
   GetElementsRequest message;
   uint64_t max_elements = 0;
-  absl::Status read = ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
-    if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
-    if (field == 2) return ReadVarintInto(kName, r, field, type, &max_elements);
-    if (field == 3) return ReadVarintInto(kName, r, field, type, &message.max_bytes);
-    return false;
-  });
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &max_elements);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &message.max_bytes);
+        return false;
+      });
   if (!read.ok()) return read;
   // uint32 in the schema: libprotobuf truncates wider values, but a value that does not fit is a bug
   // in the peer, so it is refused rather than silently cut.
   if (max_elements > UINT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(kName, ": max_elements ", max_elements, " exceeds uint32"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kName, ": max_elements ", max_elements, " exceeds uint32"));
   }
   message.max_elements = static_cast<uint32_t>(max_elements);
   return message;
@@ -174,11 +179,12 @@ absl::StatusOr<GetElementsResponse> DecodeGetElementsResponse(std::string_view b
   constexpr absl::string_view kName = "GetElementsResponse";
   GetElementsResponse message;
   uint64_t end = 0;
-  absl::Status read = ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
-    if (field == 1) return ReadBytesInto(kName, r, field, type, &message.elements.emplace_back());
-    if (field == 2) return ReadVarintInto(kName, r, field, type, &end);
-    return false;
-  });
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadBytesInto(kName, r, field, type, &message.elements.emplace_back());
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &end);
+        return false;
+      });
   if (!read.ok()) return read;
   message.end_of_sequence = end != 0;
   return message;

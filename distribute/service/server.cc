@@ -82,7 +82,8 @@ Task<void> RunHandler(Server::Impl* server, std::shared_ptr<ServerConnection> co
   try {
     task = server->handler(std::move(request));
   } catch (const std::exception& e) {
-    answer = absl::InternalError(absl::StrCat("service handler for ", FrameKindName(kind), " threw: ", e.what()));
+    answer =
+        absl::InternalError(absl::StrCat("service handler for ", FrameKindName(kind), " threw: ", e.what()));
   }
   if (task.valid()) answer = co_await std::move(task);
   if (answer.ok() && answer->size() > server->options.max_payload_bytes) {
@@ -126,16 +127,16 @@ void Server::Impl::OnFrame(ServerConnection* conn, Frame frame) {
     return;
   }
   if (!IsRequestKind(frame.kind)) {
-    conn->connection->Close(absl::InvalidArgumentError(absl::StrCat("service server received a ",
-                                                                    FrameKindName(frame.kind), " frame (call ",
-                                                                    frame.call_id, "), which only clients accept")),
+    conn->connection->Close(absl::InvalidArgumentError(
+                                absl::StrCat("service server received a ", FrameKindName(frame.kind),
+                                             " frame (call ", frame.call_id, "), which only clients accept")),
                             /*tell_peer=*/true);
     return;
   }
   if (!conn->in_flight.emplace(frame.call_id, false).second) {
-    conn->connection->Close(
-        absl::InvalidArgumentError(absl::StrCat("service server: call id ", frame.call_id, " is already in flight")),
-        /*tell_peer=*/true);
+    conn->connection->Close(absl::InvalidArgumentError(absl::StrCat("service server: call id ", frame.call_id,
+                                                                    " is already in flight")),
+                            /*tell_peer=*/true);
     return;
   }
   auto it = connections.find(conn);
@@ -172,15 +173,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Req
   impl->address = absl::StrCat(opts.host, ":", opts.port);
   asio::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(opts.host, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("service server: bad address ", opts.host, ": ", ec.message()));
+  if (ec)
+    return absl::InvalidArgumentError(
+        absl::StrCat("service server: bad address ", opts.host, ": ", ec.message()));
   const asio::ip::tcp::endpoint endpoint(ip, opts.port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("service server: listening on ", impl->address, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrCat("service server: listening on ", impl->address, ": ", ec.message()));
   impl->port = impl->acceptor.local_endpoint(ec).port();
-  if (ec) return absl::UnavailableError(absl::StrCat("service server: bound address of ", impl->address, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrCat("service server: bound address of ", impl->address, ": ", ec.message()));
   impl->address = absl::StrCat(opts.host, ":", impl->port);
   if (opts.executor != nullptr) {
     impl->executor = opts.executor;

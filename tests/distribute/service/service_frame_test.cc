@@ -117,7 +117,8 @@ TEST(FrameTest, HostileHeadersAreRefusedNamingTheField) {
       {Header(1, 16, 1, 0, 1), absl::StatusCode::kInvalidArgument, "unknown flags 0x0001"},
       {Header(1, 16, 0x8000, 0, 1), absl::StatusCode::kInvalidArgument, "unknown flags 0x8000"},
       {Header(1, 16, 0, UINT32_MAX, 1), absl::StatusCode::kResourceExhausted, "4294967295 bytes exceeds"},
-      {Header(1, 16, 0, kDefaultMaxPayloadBytes + 1, 1), absl::StatusCode::kResourceExhausted, "exceeds the limit"},
+      {Header(1, 16, 0, kDefaultMaxPayloadBytes + 1, 1), absl::StatusCode::kResourceExhausted,
+       "exceeds the limit"},
   };
   for (const Case& c : cases) {
     absl::Status s = FirstError(c.bytes);

@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "io/proto_wire.h"
-#include "sluice/ops/graph.h"
 #include "sluice/dataset.h"
+#include "sluice/ops/graph.h"
 
 namespace sluice::service {
 namespace {
@@ -33,18 +33,21 @@ TEST(MessagesTest, EncodingIsCanonicalProto3) {
   EXPECT_EQ(EncodeGetOrCreateJobRequest({}), "");
   EXPECT_EQ(EncodeGetOrCreateJobResponse({300, 1}), std::string("\x08\xac\x02\x10\x01", 5));
   EXPECT_EQ(EncodeGetElementsRequest({5, 16, 0}), std::string("\x08\x05\x10\x10", 4));
-  EXPECT_EQ(EncodeGetElementsResponse({{"a", ""}, true}), std::string("\x0a\x01" "a" "\x0a\x00\x10\x01", 7));
+  EXPECT_EQ(EncodeGetElementsResponse({{"a", ""}, true}), std::string("\x0a\x01"
+                                                                      "a"
+                                                                      "\x0a\x00\x10\x01",
+                                                                      7));
 }
 
 TEST(MessagesTest, OtherMessagesRoundTrip) {
-  absl::StatusOr<GetOrCreateJobResponse> job = DecodeGetOrCreateJobResponse(
-      EncodeGetOrCreateJobResponse({UINT64_MAX, 42}));
+  absl::StatusOr<GetOrCreateJobResponse> job =
+      DecodeGetOrCreateJobResponse(EncodeGetOrCreateJobResponse({UINT64_MAX, 42}));
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->job_id, UINT64_MAX);
   EXPECT_EQ(job->job_client_id, 42u);
 
-  absl::StatusOr<GetElementsRequest> get = DecodeGetElementsRequest(
-      EncodeGetElementsRequest({7, UINT32_MAX, uint64_t{1} << 40}));
+  absl::StatusOr<GetElementsRequest> get =
+      DecodeGetElementsRequest(EncodeGetElementsRequest({7, UINT32_MAX, uint64_t{1} << 40}));
   ASSERT_TRUE(get.ok());
   EXPECT_EQ(get->job_client_id, 7u);
   EXPECT_EQ(get->max_elements, UINT32_MAX);
@@ -99,7 +102,10 @@ TEST(MessagesTest, HostileBytesGiveInvalidArgumentNamingMessageAndField) {
   wire::AppendTag(&bad_mode, 2, wire::kVarint);
   wire::AppendVarint(&bad_mode, 3);
   const std::vector<Case> cases = {
-      {std::string("\x0a\x05" "ab", 4), "runs past the end"},
+      {std::string("\x0a\x05"
+                   "ab",
+                   4),
+       "runs past the end"},
       {std::string("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11), "runs past the end"},
       {std::string("\x10\x80", 2), "truncated varint"},
       {std::string("\x10\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 12), "longer than 10 bytes"},
@@ -120,17 +126,24 @@ TEST(MessagesTest, HostileBytesGiveInvalidArgumentNamingMessageAndField) {
   wire::AppendTag(&big, 2, wire::kVarint);
   wire::AppendVarint(&big, uint64_t{1} << 32);
   EXPECT_NE(DecodeGetElementsRequest(big).status().message().find("exceeds uint32"), std::string::npos);
-  EXPECT_EQ(DecodeGetElementsResponse("\x0a\x02" "a").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeGetElementsResponse("\x0a\x02"
+                                      "a")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(DecodeGetOrCreateJobResponse("\x0a\x00").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MessagesTest, EveryTruncationOfAValidMessageFailsOrDecodesAPrefix) {
-  const std::string bytes = EncodeGetOrCreateJobRequest({"graph-bytes", ProcessingMode::kParallelEpochs, "job"});
+  const std::string bytes =
+      EncodeGetOrCreateJobRequest({"graph-bytes", ProcessingMode::kParallelEpochs, "job"});
   // A cut between fields is a valid shorter message; a cut inside a field must be refused.
   const std::vector<size_t> field_boundaries = {0, 13, 15, bytes.size()};
   for (size_t n = 0; n < bytes.size(); ++n) {
-    absl::StatusOr<GetOrCreateJobRequest> out = DecodeGetOrCreateJobRequest(std::string_view(bytes).substr(0, n));
-    const bool boundary = std::find(field_boundaries.begin(), field_boundaries.end(), n) != field_boundaries.end();
+    absl::StatusOr<GetOrCreateJobRequest> out =
+        DecodeGetOrCreateJobRequest(std::string_view(bytes).substr(0, n));
+    const bool boundary =
+        std::find(field_boundaries.begin(), field_boundaries.end(), n) != field_boundaries.end();
     EXPECT_EQ(out.ok(), boundary) << n << ": " << out.status();
   }
 }

@@ -1,5 +1,4 @@
 #include "distribute/service/client.h"
-#include "distribute/service/server.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,8 +22,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "gtest/gtest.h"
 #include "distribute/service/frame.h"
+#include "distribute/service/server.h"
+#include "gtest/gtest.h"
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
@@ -45,8 +46,30 @@ bool WaitUntil(const std::function<bool()>& done) {
   return true;
 }
 
+// A call awaited from this thread that gives up (Cancelled, via its stop token) after kPatience, so a
+// regression fails the test instead of hanging it.
+absl::StatusOr<Frame> CallBounded(Client* client, FrameKind kind, std::string payload) {
+  std::stop_source stop;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, kPatience, [&] { return done; })) stop.request_stop();
+  });
+  absl::StatusOr<Frame> result = SyncWait(client->Call(kind, std::move(payload)), stop.get_token());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  return result;
+}
+
 Task<absl::StatusOr<std::string>> Echo(Frame request) {
-  if (request.kind == FrameKind::kGetElements) co_return absl::NotFoundError("no such job: " + request.payload);
+  if (request.kind == FrameKind::kGetElements)
+    co_return absl::NotFoundError("no such job: " + request.payload);
   if (request.kind == FrameKind::kGetOrCreateJob) co_return request.payload + "!";  // one byte longer
   co_return std::move(request.payload);
 }
@@ -110,21 +133,22 @@ TEST(TransportTest, EchoOverLoopback) {
   std::unique_ptr<Client> client = ConnectTo(server->port());
   ASSERT_NE(client, nullptr);
 
-  absl::StatusOr<Frame> reply = SyncWait(client->Call(FrameKind::kPing, "hello"));
+  absl::StatusOr<Frame> reply = CallBounded(client.get(), FrameKind::kPing, "hello");
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->kind, FrameKind::kResponse);
   EXPECT_EQ(reply->payload, "hello");
   // A large payload crosses in many reads and writes.
   std::string big(3 << 20, 'z');
   big[12345] = 'a';
-  reply = SyncWait(client->Call(FrameKind::kPing, big));
+  reply = CallBounded(client.get(), FrameKind::kPing, big);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->payload, big);
   // The handler's error arrives as its own status.
-  reply = SyncWait(client->Call(FrameKind::kGetElements, "j7"));
+  reply = CallBounded(client.get(), FrameKind::kGetElements, "j7");
   EXPECT_EQ(reply.status(), absl::NotFoundError("no such job: j7"));
   // Only request kinds can be called.
-  EXPECT_EQ(SyncWait(client->Call(FrameKind::kResponse, "")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CallBounded(client.get(), FrameKind::kResponse, "").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TransportTest, SixtyFourConcurrentCallsOnOneConnectionAnsweredOutOfOrder) {
@@ -147,7 +171,8 @@ TEST(TransportTest, SixtyFourConcurrentCallsOnOneConnectionAnsweredOutOfOrder) {
   for (int i = Gate::kSlots - 1; i >= 0; --i) {
     gate.open[i].Set();
     const size_t want = static_cast<size_t>(Gate::kSlots - i);
-    ASSERT_TRUE(WaitUntil([&] { return outcomes.size() >= want; })) << "answer to call " << i << " never came";
+    ASSERT_TRUE(WaitUntil([&] { return outcomes.size() >= want; }))
+        << "answer to call " << i << " never came";
   }
   scope.JoinBlocking();
   ASSERT_EQ(outcomes.done.size(), static_cast<size_t>(Gate::kSlots));
@@ -168,17 +193,19 @@ TEST(TransportTest, CancellingOneCallLeavesTheConnectionUsable) {
 
   std::stop_source stop;
   std::optional<absl::StatusOr<Frame>> cancelled;
-  std::thread caller([&] { cancelled.emplace(SyncWait(client->Call(FrameKind::kPing, "0"), stop.get_token())); });
-  ASSERT_TRUE(WaitUntil([&] { return gate.arrived.load() == 1; }));
+  std::thread caller(
+      [&] { cancelled.emplace(SyncWait(client->Call(FrameKind::kPing, "0"), stop.get_token())); });
+  const bool arrived = WaitUntil([&] { return gate.arrived.load() == 1; });
   stop.request_stop();
   caller.join();  // the call completes on the cancel alone, the handler still waiting
+  ASSERT_TRUE(arrived);
   ASSERT_TRUE(cancelled.has_value());
   EXPECT_EQ(cancelled->status().code(), absl::StatusCode::kCancelled) << cancelled->status();
 
   // The late answer to the cancelled call is dropped; the next call on the connection works.
   gate.open[0].Set();
   gate.open[1].Set();
-  absl::StatusOr<Frame> reply = SyncWait(client->Call(FrameKind::kPing, "1"));
+  absl::StatusOr<Frame> reply = CallBounded(client.get(), FrameKind::kPing, "1");
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->payload, "1");
 
@@ -202,7 +229,9 @@ TEST(TransportTest, OversizeFrameClosesTheConnectionAndFailsPendingCalls) {
   scope.Spawn(CallInto(client.get(), FrameKind::kPing, 0, "0", &outcomes));
   ASSERT_TRUE(WaitUntil([&] { return gate.arrived.load() == 1; }));
   scope.Spawn(CallInto(client.get(), FrameKind::kPing, 1, std::string(2000, '1'), &outcomes));
-  scope.JoinBlocking();  // both fail once the server closes the connection
+  // Both fail once the server closes the connection.
+  ASSERT_TRUE(WaitUntil([&] { return outcomes.size() == 2; }));
+  scope.JoinBlocking();
   ASSERT_EQ(outcomes.done.size(), 2u);
   for (const auto& [slot, result] : outcomes.done) {
     EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable) << slot << ": " << result.status();
@@ -211,12 +240,12 @@ TEST(TransportTest, OversizeFrameClosesTheConnectionAndFailsPendingCalls) {
         << result.status();
   }
   // The connection stays down; calls fail at once.
-  EXPECT_EQ(SyncWait(client->Call(FrameKind::kPing, "x")).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CallBounded(client.get(), FrameKind::kPing, "x").status().code(), absl::StatusCode::kUnavailable);
   // Other connections are unaffected.
   gate.open[5].Set();
   std::unique_ptr<Client> other = ConnectTo(server->port());
   ASSERT_NE(other, nullptr);
-  absl::StatusOr<Frame> reply = SyncWait(other->Call(FrameKind::kPing, "5"));
+  absl::StatusOr<Frame> reply = CallBounded(other.get(), FrameKind::kPing, "5");
   ASSERT_TRUE(reply.ok()) << reply.status();
   server->Stop();  // the first call's handler is still waiting: Stop cancels it
   EXPECT_EQ(gate.cancelled.load(), 1);
@@ -227,15 +256,16 @@ TEST(TransportTest, ClientRefusesOversizeResponse) {
   ASSERT_NE(server, nullptr);
   std::unique_ptr<Client> client = ConnectTo(server->port(), {.max_payload_bytes = 100});
   ASSERT_NE(client, nullptr);
-  ASSERT_TRUE(SyncWait(client->Call(FrameKind::kPing, std::string(100, 'a'))).ok());
+  ASSERT_TRUE(CallBounded(client.get(), FrameKind::kPing, std::string(100, 'a')).ok());
   // A request above its own limit fails alone, before anything is sent.
-  EXPECT_EQ(SyncWait(client->Call(FrameKind::kPing, std::string(101, 'a'))).status().code(),
+  EXPECT_EQ(CallBounded(client.get(), FrameKind::kPing, std::string(101, 'a')).status().code(),
             absl::StatusCode::kResourceExhausted);
-  ASSERT_TRUE(SyncWait(client->Call(FrameKind::kPing, "still connected")).ok());
+  ASSERT_TRUE(CallBounded(client.get(), FrameKind::kPing, "still connected").ok());
   // The server answers a 100-byte request with a 101-byte response: the client drops the connection.
-  absl::StatusOr<Frame> reply = SyncWait(client->Call(FrameKind::kGetOrCreateJob, std::string(100, 'a')));
+  absl::StatusOr<Frame> reply = CallBounded(client.get(), FrameKind::kGetOrCreateJob, std::string(100, 'a'));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_TRUE(absl::StrContains(reply.status().message(), "101 bytes exceeds the limit of 100")) << reply.status();
+  EXPECT_TRUE(absl::StrContains(reply.status().message(), "101 bytes exceeds the limit of 100"))
+      << reply.status();
 }
 
 // A plain listening socket on 127.0.0.1, for a peer that misbehaves on purpose.
@@ -311,11 +341,13 @@ TEST(TransportTest, ServerClosingMidFrameFailsPendingCalls) {
   const std::string answer = EncodeFrame({FrameKind::kResponse, 0, (*frame)->call_id, "0123456789"});
   ASSERT_EQ(::write(peer, answer.data(), kFrameHeaderSize + 4), static_cast<ssize_t>(kFrameHeaderSize + 4));
   ::close(peer);
+  ASSERT_TRUE(WaitUntil([&] { return outcomes.size() == 1; }));
   scope.JoinBlocking();
   ASSERT_EQ(outcomes.done.size(), 1u);
   const absl::Status& status = outcomes.done[0].second.status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_TRUE(absl::StrContains(status.message(), "in the middle of a frame (24 bytes of it received)")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "in the middle of a frame (24 bytes of it received)"))
+      << status;
 }
 
 TEST(TransportTest, ClientClosingMidFrameLeavesTheServerServing) {
@@ -350,7 +382,7 @@ TEST(TransportTest, ClientClosingMidFrameLeavesTheServerServing) {
 
   std::unique_ptr<Client> client = ConnectTo(server->port());
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<Frame> reply = SyncWait(client->Call(FrameKind::kPing, "still here"));
+  absl::StatusOr<Frame> reply = CallBounded(client.get(), FrameKind::kPing, "still here");
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->payload, "still here");
 }
@@ -363,11 +395,13 @@ TEST(TransportTest, ServerStopWithAClientMidCall) {
   ASSERT_NE(client, nullptr);
   Outcomes outcomes;
   AsyncScope scope;
-  for (int i = 0; i < 3; ++i) scope.Spawn(CallInto(client.get(), FrameKind::kPing, i, std::to_string(i), &outcomes));
+  for (int i = 0; i < 3; ++i)
+    scope.Spawn(CallInto(client.get(), FrameKind::kPing, i, std::to_string(i), &outcomes));
   ASSERT_TRUE(WaitUntil([&] { return gate.arrived.load() == 3; }));
 
   server->Stop();  // returns with the handlers cancelled and joined
   EXPECT_EQ(gate.cancelled.load(), 3);
+  ASSERT_TRUE(WaitUntil([&] { return outcomes.size() == 3; }));
   scope.JoinBlocking();
   ASSERT_EQ(outcomes.done.size(), 3u);
   for (const auto& [slot, result] : outcomes.done) {
@@ -375,7 +409,7 @@ TEST(TransportTest, ServerStopWithAClientMidCall) {
   }
   server->Stop();  // idempotent
   server.reset();
-  EXPECT_EQ(SyncWait(client->Call(FrameKind::kPing, "0")).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CallBounded(client.get(), FrameKind::kPing, "0").status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(TransportTest, ClientDestroyedWithCallsInFlight) {
@@ -387,12 +421,14 @@ TEST(TransportTest, ClientDestroyedWithCallsInFlight) {
   ASSERT_NE(client, nullptr);
   Outcomes outcomes;
   AsyncScope scope;
-  for (int i = 0; i < 8; ++i) scope.Spawn(CallInto(client.get(), FrameKind::kPing, i, std::to_string(i), &outcomes));
+  for (int i = 0; i < 8; ++i)
+    scope.Spawn(CallInto(client.get(), FrameKind::kPing, i, std::to_string(i), &outcomes));
   // A call created but not yet started when the client goes away.
   Task<absl::StatusOr<Frame>> late = client->Call(FrameKind::kPing, "9");
   ASSERT_TRUE(WaitUntil([&] { return gate.arrived.load() == 8; }));
 
   client.reset();  // fails the 8 calls, waits for the network thread
+  ASSERT_TRUE(WaitUntil([&] { return outcomes.size() == 8; }));
   scope.JoinBlocking();
   ASSERT_EQ(outcomes.done.size(), 8u);
   for (const auto& [slot, result] : outcomes.done) {
@@ -405,7 +441,8 @@ TEST(TransportTest, ClientDestroyedWithCallsInFlight) {
 }
 
 TEST(TransportTest, BindAndConnectFailuresAreStatuses) {
-  EXPECT_EQ(Server::Start({.host = "not an address"}, Echo).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Server::Start({.host = "not an address"}, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
   std::unique_ptr<Server> server = StartServer(Echo);
   ASSERT_NE(server, nullptr);
   absl::StatusOr<std::unique_ptr<Server>> taken = Server::Start({.port = server->port()}, Echo);
