@@ -43,38 +43,6 @@ sluice::ParseSpec ImageLabelSpec() {
   return spec;
 }
 
-sluice::Compression CompressionOf(std::string_view path) {
-  if (absl::EndsWith(absl::string_view(path.data(), path.size()), ".gz")) return sluice::Compression::kGzip;
-  if (absl::EndsWith(absl::string_view(path.data(), path.size()), ".zlib")) return sluice::Compression::kZlib;
-  return sluice::Compression::kNone;
-}
-
-struct OpenShard {
-  Dataset<std::string> operator()(std::string path) const {
-    sluice::Compression compression = CompressionOf(path);
-    return sluice::TFRecord({std::move(path)}, compression);
-  }
-};
-
-// Parsed (image bytes, label) -> (standardised float pixels, label).
-struct DecodeImage {
-  absl::StatusOr<ImageLabel> operator()(sluice::ParsedExample example) const {
-    const std::string& bytes = example.fixed[0].data<std::string>()[0];
-    if (bytes.size() != static_cast<size_t>(kImageSize)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("image has ", bytes.size(), " bytes, expected ", kImageSize, " (28 x 28 uint8)"));
-    }
-    int64_t label = example.fixed[1].data<int64_t>()[0];
-    if (label < 0 || label >= kNumClasses) {
-      return absl::InvalidArgumentError(absl::StrCat("label ", label, " is outside 0..", kNumClasses - 1));
-    }
-    Tensor pixels = Tensor::Empty(sluice::DType::kFloat32, sluice::Shape({kImageSize}));
-    float* out = pixels.data<float>();
-    for (int i = 0; i < kImageSize; ++i) out[i] = StandardizePixel(static_cast<uint8_t>(bytes[i]));
-    return ImageLabel(std::move(pixels), label);
-  }
-};
-
 // `path` as a glob(3) pattern that matches only itself.
 std::string GlobLiteral(const std::string& path) {
   std::string out;
@@ -92,11 +60,10 @@ Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, const std::vect
   std::vector<std::string> patterns;
   for (const std::string& shard : shards) patterns.push_back(GlobLiteral(shard));
   Dataset<std::string> files = sluice::ListFiles(std::move(patterns), shuffle_files, config.seed);
-  return files
-      .Interleave(OpenShard{}, kCycleLength, kBlockLength, config.parallel_calls, config.deterministic,
-                  "fashion_mnist.OpenShard")
+  EnsureTrainerRegistrations();
+  return files.Interleave(kOpenShard, kCycleLength, kBlockLength, config.parallel_calls, config.deterministic)
       .ParseExample(ImageLabelSpec())
-      .Map(DecodeImage{}, config.parallel_calls, config.deterministic, "fashion_mnist.DecodeImage");
+      .Map(kDecodeImage, config.parallel_calls, config.deterministic);
 }
 
 int64_t NowNanos() {

@@ -45,6 +45,15 @@ namespace fashion_mnist {
 using ImageLabel = std::pair<sluice::Tensor, int64_t>;
 using ImageLabelBatch = std::pair<sluice::Tensor, sluice::Tensor>;
 
+// The pipeline's own functions, registered (registrations.cc) so that the pipeline is data another
+// process can rebuild (sluice/ops/graph.h): a shard's path -> its records; a parsed Example -> pixels
+// and label.
+inline constexpr sluice::Function<sluice::Dataset<std::string>(std::string)> kOpenShard{"fashion_mnist.open_shard"};
+inline constexpr sluice::Function<absl::StatusOr<ImageLabel>(sluice::ParsedExample)> kDecodeImage{
+    "fashion_mnist.decode_image"};
+// Registers them and ImageLabel's op builders, once; the pipeline builders call it.
+void EnsureTrainerRegistrations();
+
 struct TrainerConfig {
   std::string data_dir;
   std::string model = "softmax";  // "softmax" or "mlp"

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace sluice::detail {
@@ -22,7 +23,7 @@ absl::Status StatusOf(void (*thrower)(), std::string_view where = "") {
 TEST(StatusTraitsTest, BadAllocIsResourceExhausted) {
   absl::Status status = StatusOf([] { throw std::bad_alloc(); }, "Map (element 3)");
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(status.message().starts_with("Map (element 3): out of memory")) << status;
+  EXPECT_TRUE(absl::StartsWith(status.message(), "Map (element 3): out of memory")) << status;
 }
 
 TEST(StatusTraitsTest, OtherExceptionsAreInternalWithTheirMessage) {

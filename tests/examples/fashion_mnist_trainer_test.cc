@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "sluice/distribute.h"
+#include "sluice/ops/graph.h"
 #include "io/tfrecord_format.h"
 #include "tests/test_util.h"
 #include "tools/sluice/convert.h"
@@ -151,6 +152,35 @@ TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
     EXPECT_EQ(row, want.second.num_elements()) << "step " << step;
   }
   EXPECT_EQ(step, global.size());
+}
+
+// The trainer's pipelines are data: they serialize (registered functions, no lambdas) and the rebuilt
+// definitions yield exactly the same batches.
+TEST_F(TrainerTest, PipelinesSerializeAndRebuildToTheSameBatches) {
+  TrainerConfig config = SmallConfig();
+  absl::StatusOr<ShardSet> shards = FindShards(config.data_dir);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  for (const sluice::Dataset<ImageLabelBatch>& pipeline :
+       {MakeTrainPipeline(config, *shards), MakeTestPipeline(config, *shards)}) {
+    absl::StatusOr<std::string> bytes = sluice::Serialize(pipeline);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    absl::StatusOr<sluice::Dataset<ImageLabelBatch>> rebuilt = sluice::BuildTyped<ImageLabelBatch>(*bytes);
+    ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+    EXPECT_EQ(rebuilt->DebugString(), pipeline.DebugString());
+    sluice::Iterator<ImageLabelBatch> want = pipeline.MakeIterator();
+    sluice::Iterator<ImageLabelBatch> got = rebuilt->MakeIterator();
+    int64_t batches = 0;
+    for (;; ++batches) {
+      absl::StatusOr<std::optional<ImageLabelBatch>> a = want.NextBlocking();
+      absl::StatusOr<std::optional<ImageLabelBatch>> b = got.NextBlocking();
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << " / " << b.status();
+      ASSERT_EQ(a->has_value(), b->has_value()) << "batch " << batches;
+      if (!a->has_value()) break;
+      EXPECT_EQ((*a)->first, (*b)->first) << "batch " << batches;
+      EXPECT_EQ((*a)->second, (*b)->second) << "batch " << batches;
+    }
+    EXPECT_GT(batches, 0);
+  }
 }
 
 TEST_F(TrainerTest, MissingDataIsNotFound) {
