@@ -8,11 +8,10 @@
 #include "sluice/ops/element_type_registry.h"
 #include "sluice/ops/function_registry.h"
 #include "sluice/ops/graph.h"
+#include "sluice/ops/node_path.h"
 
 namespace sluice {
 namespace {
-
-std::string ChildPath(const std::string& path, size_t i) { return absl::StrCat(path == "/" ? "" : path, "/", i); }
 
 absl::Status NotPortable(const OpNode& node, const std::string& path, absl::string_view why) {
   return absl::FailedPreconditionError(absl::StrCat(std::string(node.op_name()), " at ", path, " cannot be serialized: ", why));
@@ -45,7 +44,7 @@ absl::StatusOr<GraphNode> Describe(const OpNode& node, const std::string& path, 
   }
   std::vector<std::shared_ptr<const OpNode>> inputs = node.inputs();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    absl::StatusOr<GraphNode> input = Describe(*inputs[i], ChildPath(path, i), depth + 1);
+    absl::StatusOr<GraphNode> input = Describe(*inputs[i], ChildNodePath(path, i), depth + 1);
     if (!input.ok()) return input.status();
     out.inputs.push_back(std::move(*input));
   }
@@ -68,7 +67,7 @@ absl::StatusOr<std::shared_ptr<const OpNode>> Build(const GraphNode& node, const
   input.node = &node;
   input.path = path;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    absl::StatusOr<std::shared_ptr<const OpNode>> built = Build(node.inputs[i], ChildPath(path, i));
+    absl::StatusOr<std::shared_ptr<const OpNode>> built = Build(node.inputs[i], ChildNodePath(path, i));
     if (!built.ok()) return built.status();
     input.inputs.push_back(std::move(*built));
   }

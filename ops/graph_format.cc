@@ -10,6 +10,7 @@
 #include "engine/xxhash64.h"
 #include "io/proto_wire.h"
 #include "sluice/ops/graph_format.h"
+#include "sluice/ops/node_path.h"
 
 namespace sluice {
 namespace {
@@ -203,7 +204,7 @@ class Parser {
         node.params.push_back(std::move(*param));
       } else if (field == kNodeInput && type == wire::kLengthDelimited) {
         if (!r.ReadBytes(&payload)) return WireError(r);
-        const std::string input_path = absl::StrCat(path == "/" ? "" : path, "/", node.inputs.size());
+        const std::string input_path = ChildNodePath(path, node.inputs.size());
         absl::StatusOr<GraphNode> input = ParseNode(payload, depth + 1, input_path);
         if (!input.ok()) return input.status();
         node.inputs.push_back(std::move(*input));
@@ -367,7 +368,7 @@ void AppendText(const GraphNode& node, const std::string& path, int depth, std::
                   node.op_version != 1 ? absl::StrCat(" v", node.op_version) : "", " -> ", node.element_type,
                   params.empty() ? "" : "  ", absl::StrJoin(params, ", "), "\n");
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    AppendText(node.inputs[i], absl::StrCat(path == "/" ? "" : path, "/", i), depth + 1, out);
+    AppendText(node.inputs[i], ChildNodePath(path, i), depth + 1, out);
   }
 }
 
