@@ -8,9 +8,9 @@ namespace sluice {
 // Once per process; safe from any thread.
 void EnsureBuiltinOpBuilders();
 
-void RegisterBuiltinScalarTypes();
+void RegisterBuiltinInt64Types();
 void RegisterBuiltinRecordTypes();
-void RegisterBuiltinCompositeTypes();
+void RegisterBuiltinTensorTypes();
 
 }  // namespace sluice
 

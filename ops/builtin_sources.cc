@@ -84,9 +84,9 @@ bool RegisterSources() {
 // archive member only when something references it.
 void EnsureBuiltinOpBuilders() {
   static const bool done = [] {
-    RegisterBuiltinScalarTypes();
+    RegisterBuiltinInt64Types();
     RegisterBuiltinRecordTypes();
-    RegisterBuiltinCompositeTypes();
+    RegisterBuiltinTensorTypes();
     return RegisterSources();
   }();
   (void)done;

@@ -93,10 +93,10 @@ absl::StatusOr<std::shared_ptr<const OpNode>> Build(const GraphNode& node, const
     const std::string first_input = input.inputs.empty() ? "" : input.inputs[0]->element_type_name();
     const OpBuilder* builder = FindOpBuilder(node.op, node.element_type, first_input);
     if (builder == nullptr) {
-      std::string hint = FindElementType(node.element_type) == nullptr
-                             ? absl::StrCat("; element type ", node.element_type,
-                                            " is not registered (SLUICE_REGISTER_ELEMENT_TYPE)")
-                             : "";
+      // The op builders of a type come with its SLUICE_REGISTER_ELEMENT_TYPE (the built-in record of a type
+      // like float has none until a program registers it).
+      std::string hint = absl::StrCat("; register element type ", first_input.empty() ? node.element_type : first_input,
+                                      " with SLUICE_REGISTER_ELEMENT_TYPE in this program (sluice/ops/registration.h)");
       return Missing(node, path,
                      absl::StrCat("no builder for ", node.op, " yielding ", node.element_type,
                                   first_input.empty() ? "" : absl::StrCat(" from ", first_input), hint));

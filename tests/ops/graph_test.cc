@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "io/proto_wire.h"
 #include "sluice/io/example.h"
 #include "sluice/ops/registration.h"
 #include "tests/ops/test_helpers.h"
@@ -239,6 +240,18 @@ TEST(GraphTest, ElementTypeMismatchNamesBothTypes) {
   EXPECT_EQ(wrong.status().message(), "graph yields Tensor, caller expects ParsedExample");
 }
 
+TEST(GraphTest, AMissingTypeRegistrationIsNamed) {
+  // double has a name and a codec but no op builders until a program registers it.
+  absl::StatusOr<std::string> bytes = Serialize(FromVector<double>({1.5, 2.5}).Take(1));
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::Status status = Deserialize(*bytes).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("FromVector at /0: no builder for FromVector yielding double; register element "
+                                  "type double with SLUICE_REGISTER_ELEMENT_TYPE"),
+            std::string::npos)
+      << status;
+}
+
 TEST(GraphTest, UnnamedElementTypeAndErrorCounterCannotCross) {
   struct Local {
     int x = 0;
@@ -293,31 +306,18 @@ TEST(GraphTest, HostileBytesAreErrorsNeverCrashes) {
 
 TEST(GraphTest, DeepNestingIsRefused) {
   // Nodes nested far deeper than kMaxGraphDepth, built by hand: no stack overflow, InvalidArgument.
-  std::string node = "\x0a\x05Range";
-  for (int i = 0; i < 5000; ++i) {
-    std::string outer = "\x0a\x04Take";
-    outer += '\x2a';
-    std::string length;
-    size_t n = node.size();
-    while (n >= 0x80) {
-      length.push_back(static_cast<char>((n & 0x7f) | 0x80));
-      n >>= 7;
-    }
-    length.push_back(static_cast<char>(n));
-    node = outer + length + node;
-  }
+  auto length_delimited = [](uint32_t field, const std::string& payload) {
+    std::string out;
+    wire::AppendBytesField(&out, field, payload);
+    return out;
+  };
+  std::string node = length_delimited(1, "Range");
+  for (int i = 0; i < 5000; ++i) node = length_delimited(1, "Take") + length_delimited(5, node);
   GraphNode root;
   root.op = "Range";
   std::string valid = EncodeGraph(root);
   std::string header = valid.substr(0, valid.find('\x1a'));
-  std::string length;
-  size_t n = node.size();
-  while (n >= 0x80) {
-    length.push_back(static_cast<char>((n & 0x7f) | 0x80));
-    n >>= 7;
-  }
-  length.push_back(static_cast<char>(n));
-  absl::StatusOr<GraphNode> parsed = ParseGraph(header + '\x1a' + length + node);
+  absl::StatusOr<GraphNode> parsed = ParseGraph(header + length_delimited(3, node));
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << parsed.status();
 }
