@@ -51,6 +51,16 @@ struct TempPathCleanup {
   }
 };
 
+// The virtual memory this process has mapped for data (VmData in /proc/self/status), in bytes; 0 if unknown.
+inline uint64_t VmDataBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmData:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
 // A per-process path under the test temp folder.
 inline std::string TempPath(const std::string& name) {
   static TempPathCleanup cleanup;

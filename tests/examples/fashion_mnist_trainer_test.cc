@@ -201,19 +201,10 @@ TEST_F(TrainerTest, BadConfigIsInvalidArgument) {
   EXPECT_EQ(Train(config, log).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// VmData of this process, in bytes.
-uint64_t DataBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmData:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
-  }
-  return 0;
-}
 
 // Runs in a child: TrainAndReport with only ~160 MiB more data memory allowed; exits with its status.
 void TrainUnderDataLimit(const TrainerConfig& config, const std::vector<std::string>& cleanup) {
-  const rlimit limit{DataBytes() + (uint64_t{160} << 20), RLIM_INFINITY};
+  const rlimit limit{sluice::testing_util::VmDataBytes() + (uint64_t{160} << 20), RLIM_INFINITY};
   if (::setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
   std::ostringstream out, err;
   const int code = TrainAndReport(config, out, err);

@@ -100,15 +100,6 @@ TEST_P(OutOfMemoryTest, HostileLengthHeaderIsResourceExhaustedNamingFileOffsetAn
   }
 }
 
-// The virtual memory this process has mapped for data (VmData), in bytes.
-uint64_t DataBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmData:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
-  }
-  return 0;
-}
 
 // A file of `size` bytes that starts with `head` and is a hole after it (reads as zeros, costs no disk).
 void WriteSparse(const std::string& path, const std::string& head, uint64_t size) {
@@ -121,7 +112,7 @@ void WriteSparse(const std::string& path, const std::string& head, uint64_t size
 void ReadUnderDataLimit(Reactor& reactor, const std::string& tfrecord, const std::string& text,
                         const std::string& fixed, uint64_t record_bytes) {
   io::AllocationCeiling();  // taken before the limit: this is about a failing allocation, not the pre-check
-  const rlimit limit{DataBytes() + (uint64_t{96} << 20), RLIM_INFINITY};
+  const rlimit limit{sluice::testing_util::VmDataBytes() + (uint64_t{96} << 20), RLIM_INFINITY};
   if (::setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
   int failures = 0;
   auto check = [&](const Collected& got, const std::string& path, uint64_t offset) {
