@@ -119,7 +119,7 @@ inline std::string BackendModeName(const ::testing::TestParamInfo<std::tuple<IoB
 // Every backend with every read mode; under sanitizers, each backend and each mode once (they look for
 // thread and lifetime bugs, which the same bytes through all four pairs would not add).
 inline auto BackendModeValues() {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   return ::testing::Values(std::make_tuple(IoBackend::kUring, ReadMode::kRead),
                            std::make_tuple(IoBackend::kThreads, ReadMode::kMmap));
 #else

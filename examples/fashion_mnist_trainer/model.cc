@@ -27,7 +27,7 @@ inline void Load8(Vec8& dst, const float* src) { std::memcpy(&dst, src, sizeof(V
 
 inline void Store8(float* p, const Vec8& v) { std::memcpy(p, &v, sizeof(v)); }
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(SLUICE_SANITIZED_BUILD)
 #define SLUICE_FMNIST_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SLUICE_FMNIST_CLONES

@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 using Batch = std::vector<int64_t>;
 using Steps = std::vector<std::vector<Batch>>;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kScale = 1;
 #else
 constexpr int kScale = 4;

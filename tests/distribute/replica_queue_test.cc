@@ -21,7 +21,7 @@
 namespace sluice::distribute {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int64_t kManyItems = 100'000;
 #else
 constexpr int64_t kManyItems = 1'000'000;

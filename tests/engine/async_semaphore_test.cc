@@ -16,7 +16,7 @@
 namespace sluice {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kScale = 4;
 #else
 constexpr int kScale = 1;

@@ -30,7 +30,7 @@
 namespace sluice {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kStressScale = 4;  // sanitizer builds run the stress loops 4x shorter
 #else
 constexpr int kStressScale = 1;

@@ -60,7 +60,7 @@ class TrainerTest : public ::testing::Test {
     return config;
   }
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   static constexpr int64_t kExamples = 3000;
 #else
   static constexpr int64_t kExamples = 6000;
@@ -220,7 +220,7 @@ void TrainUnderDataLimit(const TrainerConfig& config, const std::vector<std::str
 // record of 250 MiB (a hole in a sparse file) and the run has far less memory than that: the reader's
 // RESOURCE_EXHAUSTED, naming the shard, the offset and the size, ends the run.
 TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_DATA for them";
 #endif
   const std::string dir = sluice::testing_util::TempPath("fashion_mnist_oom");

@@ -174,7 +174,7 @@ TEST(ProgressTest, WaitTrackerShares) {
 }
 
 TEST(ProgressTest, WaitTrackerUnderConcurrentReplicas) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   constexpr int kSteps = 2000;
 #else
   constexpr int kSteps = 50000;

@@ -429,7 +429,7 @@ TEST(ExampleParserTest, EveryPrefixIsAnErrorOrACorrectParse) {
 }
 
 TEST(ExampleParserTest, FuzzGarbageAndMutations) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   constexpr int kIterations = 4000;
 #else
   constexpr int kIterations = 30000;

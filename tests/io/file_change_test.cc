@@ -43,7 +43,7 @@ using testing_util::WriteFile;
 // Each race runs until the readers made kMinPasses passes and the writer changed the file kMinChanges
 // times meanwhile, or until kMaxPasses passes or kMaxTime, whichever comes first.
 // Sanitizer builds (ASan at -O0) read about 20 times slower: fewer passes, still racing the writer.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kMinPasses = 60;
 constexpr int kMinChanges = 60;
 constexpr int kMaxPasses = 1000;

@@ -139,7 +139,7 @@ void ReadUnderDataLimit(Reactor& reactor, const std::string& tfrecord, const std
 }
 
 TEST_P(OutOfMemoryTest, FailedAllocationIsResourceExhaustedNamingFileOffsetAndSize) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_DATA for them";
 #endif
   constexpr uint64_t kRecord = uint64_t{200} << 20;  // under max_record_bytes (256 MiB)

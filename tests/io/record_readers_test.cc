@@ -44,7 +44,7 @@ using testing_util::SharedTFRecordDir;
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr bool kSanitizer = true;
 constexpr int kPropertyIterations = 8;
 #else

@@ -40,7 +40,7 @@ using testing_util::WriteFile;
 
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr bool kSanitizer = true;
 #else
 constexpr bool kSanitizer = false;
@@ -195,7 +195,7 @@ TEST_P(SequentialReaderTest, DestroyAndStopMidStream) {
   const std::string path = TempPath("midstream");
   WriteFile(path, Payload(4 << 20, 5));
   ThreadPool pool(2);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   constexpr int kRounds = 5;
 #else
   constexpr int kRounds = 30;
@@ -359,7 +359,7 @@ void ScanWithoutAddressSpace(Reactor& reactor, const std::string& path, const st
 
 // Issue 13, item 8: a window that could not be mapped was a hard error; the mmap path reads instead.
 TEST_P(SequentialReaderTest, UnmappableWindowFallsBackToReads) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   GTEST_SKIP() << "sanitizer runtimes need address space of their own: no RLIMIT_AS for them";
 #endif
   if (mode() != ReadMode::kMmap) GTEST_SKIP() << "about the mmap path";

@@ -23,7 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kFuzzScale = 4;
 #else
 constexpr int kFuzzScale = 1;

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kFuzzIterations = 60;
 #else
 constexpr int kFuzzIterations = 300;

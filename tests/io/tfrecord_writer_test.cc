@@ -18,7 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int kRecordCount = 25;
 #else
 constexpr int kRecordCount = 100;

@@ -19,7 +19,7 @@
 namespace sluice {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;

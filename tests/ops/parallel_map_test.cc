@@ -26,7 +26,7 @@ namespace {
 using test_ops::Collect;
 using test_ops::Values;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int64_t kScale = 1;
 #else
 constexpr int64_t kScale = 4;

@@ -116,7 +116,7 @@ TEST(TaxiPipelineTest, ShuffleAndBatchRecordsThenParseVectorised) {
 }
 
 // Sanitizer builds read half the shards (00..05, 4,954 records per the data's sidecar) to stay fast.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
 constexpr int64_t kSubsetShards = 6;
 constexpr int64_t kSubsetRecords = 826 + 826 + 826 + 825 + 826 + 825;
 #else
