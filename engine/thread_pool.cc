@@ -400,6 +400,8 @@ void ThreadPool::Stop() {
 
 bool ThreadPool::IsCurrentThreadWorker() const noexcept { return tls_pool == this; }
 
+bool ThreadPool::IsAnyWorkerThread() noexcept { return tls_pool != nullptr; }
+
 ThreadPool& ThreadPool::Default() {
   // Leaked on purpose: workers may still be running at exit, and exit() may be called from one of them.
   static ThreadPool* const pool =

@@ -210,7 +210,7 @@ int64_t Spin(int64_t x) {
 }
 
 TEST(TunerTest, TunedPipelinesKeepTheirOrder) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(SLUICE_SANITIZED_BUILD)
   const int64_t n = 2000;
 #else
   const int64_t n = 20000;
@@ -268,7 +268,9 @@ TEST(TunerTest, PrefetchStreamIsABufferTunable) {
   auto node = ops::MakePrefetch<std::string>(
       Dataset<int64_t>(Range(100)).Map([](int64_t) { return std::string(1000, 'x'); }).node(), kAutotune);
   std::unique_ptr<Stream<std::string>> stream = node->MakeStream(shared);
-  auto* tunable = dynamic_cast<Tunable*>(stream.get());
+  auto* holder = dynamic_cast<ops::detail_teardown::TunableHolder*>(stream.get());
+  ASSERT_NE(holder, nullptr);
+  Tunable* tunable = holder->tunable();
   ASSERT_NE(tunable, nullptr);
   EXPECT_FALSE(tunable->uses_cpu());
   EXPECT_EQ(tunable->parallelism(), 2);

@@ -120,11 +120,9 @@ TEST(ListFilesTest, IteratorsOfOneDefinitionListTheSameOrders) {
   }
   EXPECT_EQ(from_a, alone);
   EXPECT_EQ(from_b, alone);
-  // And on two threads, the names feeding parallel work. Repeat is outermost: a parallel Map's stream
-  // destroyed on a pool thread (Repeat under a Prefetch ends an epoch there) joins its calls on that
-  // thread, and two such pipelines can block both threads of a 2-thread pool (a known engine defect,
-  // see the issue 13 note), which is not what this test is about.
-  auto parallel = Listed(200, true, 4).Map([](std::string s) { return s; }, 2).Prefetch(2).Repeat(2);
+  // And on two threads, the names feeding parallel work (Repeat under Prefetch ends each epoch's parallel
+  // Map on a pool worker: see async_teardown_test).
+  auto parallel = Listed(200, true, 4).Map([](std::string s) { return s; }, 2).Repeat(2).Prefetch(2);
   std::vector<std::vector<std::string>> got(2);
   std::thread t0([&] { got[0] = Values(parallel); });
   std::thread t1([&] { got[1] = Values(parallel); });

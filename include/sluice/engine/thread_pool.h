@@ -83,6 +83,8 @@ class SLUICE_EXPORT ThreadPool final : public Executor {
   int num_threads() const noexcept { return num_threads_; }
   // True on the threads of this pool only (not on another pool's workers).
   bool IsCurrentThreadWorker() const noexcept;
+  // True on a worker of any pool: a thread that must not block on work queued to a pool.
+  static bool IsAnyWorkerThread() noexcept;
 
   // A process-wide pool with hardware_concurrency() workers (at least 1), created on first use and never
   // destroyed, so exiting the process from any thread is safe.

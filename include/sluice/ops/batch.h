@@ -157,8 +157,9 @@ class BatchNode final : public Node<Batched<T>> {
     int initial = tuned ? 1 : static_cast<int>(num_parallel_calls_);
     int max_parallelism = tuned ? limit : initial;
     if (tuned && !context->options.autotune) initial = max_parallelism = limit;
-    return std::make_unique<Parallel>(std::move(groups), StackGroup<T>{}, context->pool, initial, max_parallelism,
-                                      deterministic, tuned ? TunerFor(*context) : nullptr);
+    return detail_teardown::MakeAsyncStream<Parallel>(context->teardowns, std::move(groups), StackGroup<T>{}, context->pool,
+                                             initial, max_parallelism, deterministic,
+                                             tuned ? TunerFor(*context) : nullptr);
   }
 
  private:

@@ -51,7 +51,7 @@ class Iterator {
   Iterator(Iterator&&) noexcept = default;
   Iterator& operator=(Iterator&& other) noexcept {
     if (this != &other) {
-      stream_.reset();
+      DropPipeline();
       JoinCloser();
       context_ = std::move(other.context_);
       stream_ = std::move(other.stream_);
@@ -61,7 +61,7 @@ class Iterator {
     return *this;
   }
   ~Iterator() {
-    stream_.reset();  // before the context that may own a private pool
+    DropPipeline();  // before the context that may own a private pool
     JoinCloser();
   }
 
@@ -73,13 +73,14 @@ class Iterator {
     void await_suspend(std::coroutine_handle<> awaiting) {
       it_->JoinCloser();
       auto go = std::make_shared<std::binary_semaphore>(0);
-      it_->closer_ = std::thread([go, stream = std::move(it_->stream_), pool = it_->context_->pool,
+      it_->closer_ = std::thread([go, stream = std::move(it_->stream_), context = it_->context_,
                                   awaiting]() mutable {
         // Waits until closer_ is stored: once `awaiting` resumes it may destroy the iterator, which
         // joins this thread.
         go->acquire();
         stream.reset();
-        pool->Execute(awaiting);
+        context->teardowns->JoinBlocking();
+        context->pool->Execute(awaiting);
       });
       go->release();
     }
@@ -157,6 +158,13 @@ class Iterator {
   std::default_sentinel_t end() { return {}; }
 
  private:
+  // Destroys the pipeline and waits for the teardowns its async streams handed off (see
+  // sluice/ops/detail/async_stream_owner.h): afterwards nothing the pipeline started still runs.
+  void DropPipeline() {
+    stream_.reset();
+    if (context_ != nullptr) context_->teardowns->JoinBlocking();
+  }
+
   void JoinCloser() {
     if (closer_.joinable()) closer_.join();
   }

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "sluice/engine/async_scope.h"
 #include "sluice/export.h"
 #include "sluice/ops/element_type.h"
 #include "sluice/ops/iterator_state.h"
@@ -80,6 +81,9 @@ struct IteratorContext {
   // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
   mutable std::mutex tuner_mu;
   mutable std::shared_ptr<Tuner> tuner;
+  // Async streams destroyed on a pool worker finish their teardown here instead of blocking that worker
+  // (sluice/ops/detail/async_stream_owner.h); the iterator joins it after dropping its pipeline.
+  std::shared_ptr<AsyncScope> teardowns = std::make_shared<AsyncScope>();
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 

@@ -46,6 +46,7 @@
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/ops/autotune.h"
+#include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
@@ -96,8 +97,9 @@ class ParallelInterleaveNode final
     } else {
       initial = max_parallelism = static_cast<int>(std::min<int64_t>(num_parallel_calls_, cycle_length_));
     }
-    return std::make_unique<ParallelInterleaveStream>(input_->MakeStream(context), f_, context, cycle_length_, block_length_,
-                                     initial, max_parallelism, deterministic, tuner);
+    return detail_teardown::MakeAsyncStream<ParallelInterleaveStream>(context->teardowns, input_->MakeStream(context), f_,
+                                                             context, cycle_length_, block_length_, initial,
+                                                             max_parallelism, deterministic, tuner);
   }
 
  private:
@@ -119,10 +121,13 @@ class ParallelInterleaveNode final
           ready_(/*initially_set=*/false, context_->pool),
           tuner_(tuner) {}
 
+    // Joined here only when nothing runs any more: made under an AsyncStreamOwner, which joins (or, on
+    // a pool worker, hands off) first.
     ~ParallelInterleaveStream() override {
       BeginShutdown();
       scope_.JoinBlocking();
     }
+    AsyncScope& scope() { return scope_; }
 
     PollState Poll(absl::StatusOr<U>* out) override {
       if (!started_) Start();
@@ -238,6 +243,7 @@ class ParallelInterleaveNode final
       if (tuner_ != nullptr) registration_.emplace(tuner_, this);
     }
 
+   public:
     void BeginShutdown() {
       registration_.reset();
       std::vector<std::coroutine_handle<>> wake;
@@ -251,6 +257,8 @@ class ParallelInterleaveNode final
       scope_.RequestStop();
       detail_parallel::ResumeAllOn(pool_, &wake);
     }
+
+   private:
 
     // Consumer, under mu_ (workers read the cursor to choose what to fill first).
     void AdvanceLocked() {

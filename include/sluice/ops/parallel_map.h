@@ -54,6 +54,7 @@
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/ops/autotune.h"
+#include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/map.h"
@@ -133,10 +134,28 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         tuner_(tuner),
         caller_runs_(caller_runs) {}
 
+  // Joined here only when nothing runs any more: streams are made under an AsyncStreamOwner, which
+  // joins (or, on a pool worker, hands off) first.
   ~ParallelMapStream() override {
     BeginShutdown();
     scope_.JoinBlocking();
   }
+
+  // Stops new work: workers exit at their next check, parked ones are woken to see it.
+  void BeginShutdown() {
+    registration_.reset();  // first: after this the tuner no longer calls SetParallelism
+    std::vector<std::coroutine_handle<>> wake;
+    {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      spawn_closed_ = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      parked_.TakeAll(&wake);
+    }
+    scope_.RequestStop();
+    ResumeAllOn(pool_, &wake);
+  }
+  AsyncScope& scope() { return scope_; }
 
   PollState Poll(absl::StatusOr<U>* out) override {
     if (!started_) Start();
@@ -205,21 +224,6 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     }
     SetParallelism(target_.load(std::memory_order_relaxed));
     if (tuner_ != nullptr) registration_.emplace(tuner_, this);
-  }
-
-  // Stops new work: workers exit at their next check, parked ones are woken to see it.
-  void BeginShutdown() {
-    registration_.reset();  // first: after this the tuner no longer calls SetParallelism
-    std::vector<std::coroutine_handle<>> wake;
-    {
-      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
-      spawn_closed_ = true;
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      parked_.TakeAll(&wake);
-    }
-    scope_.RequestStop();
-    ResumeAllOn(pool_, &wake);
   }
 
   size_t ReadyCountLocked() const {
@@ -546,8 +550,9 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
     const bool tuned = num_parallel_calls_ == kAutotune;
     Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
-    return std::make_unique<S>(input_->MakeStream(context), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
-                               max_parallelism, deterministic, tuner, /*caller_runs=*/tuned);
+    return detail_teardown::MakeAsyncStream<S>(context->teardowns, input_->MakeStream(context),
+                                      detail_parallel::UserMapFn<T, F>{f_}, pool, initial, max_parallelism,
+                                      deterministic, tuner, /*caller_runs=*/tuned);
   }
 
  private:

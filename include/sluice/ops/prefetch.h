@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/ops/autotune.h"
+#include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/engine/channel.h"
 #include "sluice/ops/element_bytes.h"
 #include "sluice/ops/op_node.h"
@@ -80,7 +81,9 @@ class PrefetchNode final : public Node<T> {
                             : autotune       ? kInitialAutotunePrefetch
                                              : static_cast<size_t>(buffer_size_);
     ThreadPool* pool = context->pool;
-    return std::make_unique<PrefetchStream>(input_->MakeStream(std::move(context)), pool, capacity, tuner);
+    std::shared_ptr<AsyncScope> teardowns = context->teardowns;
+    return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), input_->MakeStream(std::move(context)), pool,
+                                                   capacity, tuner);
   }
 
  private:
@@ -93,12 +96,18 @@ class PrefetchNode final : public Node<T> {
         registration_.emplace(tuner, this);
       }
     }
+    // Joined here only when nothing runs any more: made under an AsyncStreamOwner, which joins (or, on
+    // a pool worker, hands off) first.
     ~PrefetchStream() override {
+      BeginShutdown();
+      scope_.JoinBlocking();
+    }
+    void BeginShutdown() {
       registration_.reset();  // the tuner no longer calls in
       scope_.RequestStop();
       buffer_.Close();
-      scope_.JoinBlocking();
     }
+    AsyncScope& scope() { return scope_; }
     PollState Poll(absl::StatusOr<T>* out) override {
       if (!started_) {
         started_ = true;

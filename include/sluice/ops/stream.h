@@ -10,8 +10,10 @@
 //   no coroutine frame: this is how sluice fuses synchronous ops (see docs/dataset-plan.md).
 // - Asynchronous ops (prefetch, parallel map, readers) produce on other threads into a bounded buffer;
 //   Poll takes from it and WaitReady awaits it.
-// - A stream is used by one consumer at a time; it is not thread-safe. Destroying it cancels and joins
-//   any work it started (blocking briefly), so never destroy one on a thread its work needs.
+// - A stream is used by one consumer at a time; it is not thread-safe. Destroying it cancels the work it
+//   started. On a plain thread it also joins that work (blocking briefly); on a pool worker an async
+//   stream hands the join to the iterator instead of blocking (sluice/ops/detail/async_stream_owner.h),
+//   and the iterator waits for it when it is destroyed or closed.
 // - position(): sources whose place is plain state (file sources, ListFiles, Range, FromVector) report
 //   where they are, so that a checkpoint can rebuild the same place later with PositionedSource::MakeStreamAt.
 //   Every other stream reports nullopt.
