@@ -16,6 +16,14 @@
 //   the end (std::nullopt), and the destructor no longer blocks on the pipeline. Closing twice is a
 //   no-op; Close itself is not cancellable (teardown always completes). Call it only when no Next() is
 //   pending.
+// - Close(timeout) / CloseBlocking(timeout): the same, bounded. A user function that never returns keeps
+//   its call, and so the teardown, from finishing (functions can observe sluice::UserFunctionStopToken(),
+//   sluice/ops/user_function_stop.h, and return early). If the teardown has not finished after `timeout`,
+//   the awaiting coroutine resumes with DeadlineExceeded saying how many of the pipeline's tasks are still
+//   inside user code or an input, on a helper thread (those calls may hold every pool worker); the
+//   teardown goes on in the background and neither Close nor the destructor waits for it any more. What
+//   those calls hold is freed when they return (never, if they never do). OK when everything finished in
+//   time.
 //
 //   Task<void> Consume(Iterator<int64_t> it) {     // e.g. running on a pool worker
 //     for (int i = 0; i < 10; ++i) (void)co_await it.Next();
@@ -24,7 +32,10 @@
 #ifndef SLUICE_OPS_ITERATOR_H_
 #define SLUICE_OPS_ITERATOR_H_
 
+#include <condition_variable>
 #include <coroutine>
+#include <cstdint>
+#include <mutex>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -32,7 +43,10 @@
 #include <thread>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/stream.h"
 #include "sluice/engine/sync_wait.h"
@@ -40,6 +54,35 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
+
+namespace detail_iterator {
+
+// Shared by a timed Close's teardown thread, its timer and the awaiter.
+struct TimedClose {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;      // the teardown finished
+  bool resumed = false;   // `awaiting` was handed to the pool
+  bool timed_out = false;
+  int64_t busy = 0;
+  // True for the one caller that resumes the awaiting coroutine.
+  bool Finish(bool timeout, int64_t busy_tasks = 0) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!timeout) done = true;
+    cv.notify_all();
+    if (resumed) return false;
+    resumed = true;
+    timed_out = timeout;
+    busy = busy_tasks;
+    return true;
+  }
+  bool WaitDone(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] { return done; });
+  }
+};
+
+}  // namespace detail_iterator
 
 template <class T>
 class Iterator {
@@ -57,6 +100,8 @@ class Iterator {
       stream_ = std::move(other.stream_);
       element_ = std::move(other.element_);
       closer_ = std::move(other.closer_);
+      timer_ = std::move(other.timer_);
+      abandoned_ = other.abandoned_;
     }
     return *this;
   }
@@ -90,6 +135,54 @@ class Iterator {
     Iterator* it_;
   };
   CloseAwaiter Close() { return CloseAwaiter(this); }
+
+  // See the contract above: `absl::Status closed = co_await it.Close(absl::Seconds(5));`.
+  class [[nodiscard]] TimedCloseAwaiter {
+   public:
+    TimedCloseAwaiter(Iterator* it, absl::Duration timeout) : it_(it), timeout_(timeout) {}
+    bool await_ready() const noexcept { return it_->stream_ == nullptr; }
+    void await_suspend(std::coroutine_handle<> awaiting) {
+      it_->JoinCloser();
+      state_ = std::make_shared<detail_iterator::TimedClose>();
+      auto go = std::make_shared<std::binary_semaphore>(0);
+      // As in Close(): the teardown runs on a thread of its own; whichever of it and the timer comes
+      // first resumes `awaiting`, once.
+      it_->closer_ = std::thread([go, state = state_, stream = std::move(it_->stream_), context = it_->context_,
+                                  awaiting]() mutable {
+        go->acquire();
+        stream.reset();
+        context->teardowns->JoinBlocking();
+        if (state->Finish(/*timed_out=*/false)) context->pool->Execute(awaiting);
+      });
+      // On a timeout `awaiting` resumes on the timer's thread: the stuck calls may hold every pool worker.
+      it_->timer_ = std::thread([state = state_, context = it_->context_, awaiting, timeout = timeout_] {
+        if (!state->WaitDone(timeout) && state->Finish(/*timed_out=*/true, context->busy_tasks->load())) {
+          detail::Resume(awaiting);
+        }
+      });
+      go->release();
+    }
+    absl::Status await_resume() {
+      if (state_ == nullptr || !state_->timed_out) return absl::OkStatus();
+      // The teardown may never end: let it go on alone. This runs on the timer's thread, which is done.
+      it_->closer_.detach();
+      it_->timer_.detach();
+      it_->abandoned_ = true;
+      return absl::DeadlineExceededError(absl::StrCat(
+          "Iterator::Close: the pipeline was not torn down within ", absl::FormatDuration(timeout_), "; ",
+          state_->busy, " of its tasks are still inside a user function or an input (a function that does "
+          "not return? it can poll sluice::UserFunctionStopToken()); the teardown goes on in the background"));
+    }
+
+   private:
+    Iterator* it_;
+    absl::Duration timeout_;
+    std::shared_ptr<detail_iterator::TimedClose> state_;
+  };
+  TimedCloseAwaiter Close(absl::Duration timeout) { return TimedCloseAwaiter(this, timeout); }
+
+  // Close(timeout) for plain threads.
+  absl::Status CloseBlocking(absl::Duration timeout) { return SyncWait(CloseWithin(this, timeout)); }
 
   // What the iterator's ops share (its pool, options).
   const IteratorContext& context() const { return *context_; }
@@ -162,12 +255,15 @@ class Iterator {
   // sluice/ops/detail/async_stream_owner.h): afterwards nothing the pipeline started still runs.
   void DropPipeline() {
     stream_.reset();
-    if (context_ != nullptr) context_->teardowns->JoinBlocking();
+    if (context_ != nullptr && !abandoned_) context_->teardowns->JoinBlocking();
   }
 
   void JoinCloser() {
     if (closer_.joinable()) closer_.join();
+    if (timer_.joinable()) timer_.join();
   }
+
+  static Task<absl::Status> CloseWithin(Iterator* it, absl::Duration timeout) { co_return co_await it->Close(timeout); }
 
   // True with *out set when the pipeline answered without waiting.
   bool TryNext(std::optional<Result>* out) {
@@ -206,6 +302,8 @@ class Iterator {
   std::unique_ptr<Stream<T>> stream_;  // destroyed before the context that owns a private pool
   absl::StatusOr<T> element_;
   std::thread closer_;  // the thread that ran Close's teardown; joined before the next one, and at the end
+  std::thread timer_;   // a timed Close's timer, joined with closer_
+  bool abandoned_ = false;  // a timed Close gave up waiting: the teardown runs on alone
 };
 
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #ifndef SLUICE_OPS_OP_NODE_H_
 #define SLUICE_OPS_OP_NODE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,9 @@ struct IteratorContext {
   // Async streams destroyed on a pool worker finish their teardown here instead of blocking that worker
   // (sluice/ops/detail/async_stream_owner.h); the iterator joins it after dropping its pipeline.
   std::shared_ptr<AsyncScope> teardowns = std::make_shared<AsyncScope>();
+  // Tasks of this iterator now inside user code or an input's Poll (sluice/ops/user_function_stop.h):
+  // what Iterator::Close(timeout) reports when the teardown does not finish.
+  std::shared_ptr<std::atomic<int64_t>> busy_tasks = std::make_shared<std::atomic<int64_t>>(0);
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 

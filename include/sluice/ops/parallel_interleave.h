@@ -53,6 +53,7 @@
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"
+#include "sluice/ops/user_function_stop.h"
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
@@ -346,6 +347,7 @@ class ParallelInterleaveNode final
 
     static Task<void> Worker(ParallelInterleaveStream* s) {
       co_await s->pool_->Schedule();
+      const std::stop_token stop = s->scope_.stop_token();  // what the inner pipelines' functions see
       std::vector<absl::StatusOr<U>> local;
       absl::StatusOr<U> element;
       for (;;) {
@@ -379,14 +381,17 @@ class ParallelInterleaveNode final
         bool ended = false;
         bool pending = false;
         local.clear();
-        while (local.size() < room) {
-          PollState state = stream->Poll(&element);
-          if (state == PollState::kReady) {
-            local.push_back(std::move(element));
-          } else {
-            ended = state == PollState::kEnd;
-            pending = state == PollState::kPending;
-            break;
+        {
+          UserCallScope call(stop, s->context_->busy_tasks.get());  // synchronous only: no co_await inside
+          while (local.size() < room) {
+            PollState state = stream->Poll(&element);
+            if (state == PollState::kReady) {
+              local.push_back(std::move(element));
+            } else {
+              ended = state == PollState::kEnd;
+              pending = state == PollState::kPending;
+              break;
+            }
           }
         }
         bool set = false;

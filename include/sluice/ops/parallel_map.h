@@ -60,6 +60,7 @@
 #include "sluice/ops/map.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/user_function.h"
+#include "sluice/ops/user_function_stop.h"
 #include "sluice/engine/task.h"
 #include "sluice/engine/thread_pool.h"
 
@@ -120,7 +121,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
   // consumer runs elements itself while it would otherwise wait (see the file comment).
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
-                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false)
+                    int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
+                    std::atomic<int64_t>* busy_tasks = nullptr)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -132,7 +134,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         ring_(deterministic ? capacity_ : 0),
         ready_(/*initially_set=*/false, pool),
         tuner_(tuner),
-        caller_runs_(caller_runs) {}
+        caller_runs_(caller_runs),
+        busy_tasks_(busy_tasks) {}
 
   // Joined here only when nothing runs any more: streams are made under an AsyncStreamOwner, which
   // joins (or, on a pool worker, hands off) first.
@@ -366,6 +369,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   static Task<void> Worker(ParallelMapStream* s) {
     co_await s->pool_->Schedule();
+    const std::stop_token stop = s->scope_.stop_token();  // what the user's function sees
     absl::StatusOr<T> element;
     for (;;) {
       Step step = s->Reserve();
@@ -376,7 +380,11 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         continue;
       }
       int64_t index = 0;
-      Pulled pulled = s->Pull(&element, &index, /*will_await=*/true);
+      Pulled pulled = Pulled::kBusy;
+      {
+        UserCallScope call(stop, s->busy_tasks_);
+        pulled = s->Pull(&element, &index, /*will_await=*/true);
+      }
       if (pulled == Pulled::kBusy) {
         s->Unreserve();
         ParkAwaiter<ParallelMapStream> park(s);
@@ -394,7 +402,11 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         s->FinishInput(/*worker=*/true);
         co_return;
       }
-      bool woke = s->Compute(std::move(element), index);
+      bool woke = false;
+      {
+        UserCallScope call(stop, s->busy_tasks_);
+        woke = s->Compute(std::move(element), index);
+      }
       // The consumer was queued on this worker's pool queue; a worker loops without returning to the
       // pool, so let it run now rather than when the buffer fills and the workers park.
       if (woke) co_await s->pool_->Yield();
@@ -505,6 +517,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   AsyncEvent ready_;
   Tuner* tuner_;
   const bool caller_runs_;
+  std::atomic<int64_t>* busy_tasks_;  // the iterator's (may be null)
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -552,7 +565,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
     return detail_teardown::MakeAsyncStream<S>(context->teardowns, input_->MakeStream(context),
                                       detail_parallel::UserMapFn<T, F>{f_}, pool, initial, max_parallelism,
-                                      deterministic, tuner, /*caller_runs=*/tuned);
+                                      deterministic, tuner, /*caller_runs=*/tuned, context->busy_tasks.get());
   }
 
  private:

@@ -24,6 +24,7 @@
 #include "sluice/engine/channel.h"
 #include "sluice/ops/element_bytes.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/user_function_stop.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/engine/thread_pool.h"
 
@@ -46,12 +47,16 @@ inline void NoteElementBytes(std::atomic<int64_t>* average, int64_t bytes) {
 // `element_bytes`: where to keep the average element size (nullptr: not tuned, not measured).
 template <class T>
 Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>>* buffer,
-                   std::atomic<int64_t>* element_bytes) {
+                   std::atomic<int64_t>* element_bytes, std::atomic<int64_t>* busy_tasks) {
   co_await pool->Schedule();
-  std::stop_token stop = co_await CurrentStopToken();
+  const std::stop_token stop = co_await CurrentStopToken();
   absl::StatusOr<T> element;
   while (!stop.stop_requested()) {
-    PollState state = input->Poll(&element);
+    PollState state = PollState::kEnd;
+    {
+      UserCallScope call(stop, busy_tasks);  // the input's functions run here
+      state = input->Poll(&element);
+    }
     if (state == PollState::kEnd) break;
     if (state == PollState::kPending) {
       co_await input->WaitReady();
@@ -82,15 +87,17 @@ class PrefetchNode final : public Node<T> {
                                              : static_cast<size_t>(buffer_size_);
     ThreadPool* pool = context->pool;
     std::shared_ptr<AsyncScope> teardowns = context->teardowns;
-    return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), input_->MakeStream(std::move(context)), pool,
-                                                   capacity, tuner);
+    std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
+    return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), input_->MakeStream(std::move(context)),
+                                                            pool, capacity, tuner, busy_tasks);
   }
 
  private:
   class PrefetchStream final : public Stream<T>, public Tunable {
    public:
-    PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner)
-        : input_(std::move(input)), pool_(pool), buffer_(capacity), tuned_(tuner != nullptr) {
+    PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner,
+                   std::atomic<int64_t>* busy_tasks)
+        : input_(std::move(input)), pool_(pool), buffer_(capacity), tuned_(tuner != nullptr), busy_tasks_(busy_tasks) {
       if (tuned_) {
         buffer_.SetLimit(kInitialAutotunePrefetch);
         registration_.emplace(tuner, this);
@@ -112,7 +119,7 @@ class PrefetchNode final : public Node<T> {
       if (!started_) {
         started_ = true;
         std::atomic<int64_t>* element_bytes = tuned_ ? &element_bytes_ : nullptr;
-        scope_.Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes));
+        scope_.Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes, busy_tasks_));
       }
       if (waited_) {
         PollState state = *waited_ ? PollState::kReady : PollState::kEnd;
@@ -164,6 +171,7 @@ class PrefetchNode final : public Node<T> {
     std::optional<std::optional<absl::StatusOr<T>>> waited_;
     bool started_ = false;
     const bool tuned_;
+    std::atomic<int64_t>* busy_tasks_;  // the iterator's
     std::atomic<int64_t> element_bytes_{0};  // average, written by the producer
     AsyncScope scope_;
     std::optional<TunerRegistration> registration_;
