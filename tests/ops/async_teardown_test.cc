@@ -56,8 +56,11 @@ TEST(AsyncTeardownTest, InterleaveDropsInnerAsyncPipelinesOnPoolWorkers) {
   Options options;
   options.thread_pool_size = 1;
   auto ds = Dataset<int64_t>(Range(8))
-                .Interleave([](int64_t) { return Dataset<int64_t>(Range(50)).Map([](int64_t x) { return x; }, 3).Prefetch(1); },
-                            /*cycle_length=*/2, /*block_length=*/3)
+                .Interleave(
+                    [](int64_t) {
+                      return Dataset<int64_t>(Range(50)).Map([](int64_t x) { return x; }, 3).Prefetch(1);
+                    },
+                    /*cycle_length=*/2, /*block_length=*/3)
                 .Prefetch(2);
   RunOrDieOfDeadlock([&] { EXPECT_EQ(Count(ds.MakeIterator(options)), 400); });
 }
@@ -99,9 +102,10 @@ TEST(AsyncTeardownTest, TheIteratorWaitsForHandedOffTeardowns) {
       return x;
     };
     // Take ends each inner pipeline early, mid-flight, on a pool worker (Interleave under Prefetch).
-    auto ds = Dataset<int64_t>(Range(6))
-                  .Interleave([slow](int64_t) { return Dataset<int64_t>(Range(1000)).Map(slow, 4).Take(7); }, 2, 1)
-                  .Prefetch(1);
+    auto ds =
+        Dataset<int64_t>(Range(6))
+            .Interleave([slow](int64_t) { return Dataset<int64_t>(Range(1000)).Map(slow, 4).Take(7); }, 2, 1)
+            .Prefetch(1);
     RunOrDieOfDeadlock([&] {
       Iterator<int64_t> it = ds.MakeIterator(options);
       EXPECT_EQ(Count(std::move(it)), 42);

@@ -11,10 +11,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "sluice/ops/dataset.h"
-#include "sluice/ops/user_function_stop.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/ops/user_function_stop.h"
 
 namespace sluice {
 namespace {
@@ -23,10 +23,10 @@ using ::testing::HasSubstr;
 
 // Polls `done` every millisecond, at most `limit` times (every wait in tests is
 // bounded).
-template <class Pred> bool WaitFor(Pred done, int limit = 60000) {
+template <class Pred>
+bool WaitFor(Pred done, int limit = 60000) {
   for (int i = 0; i < limit; ++i) {
-    if (done())
-      return true;
+    if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return done();
@@ -42,44 +42,37 @@ TEST(UserFunctionStopTest, AFunctionThatObservesTheTokenLetsCloseFinish) {
   auto entered = std::make_shared<std::atomic<int>>(0);
   auto stopped = std::make_shared<std::atomic<int>>(0);
   auto f = [entered, stopped](int64_t x) -> absl::StatusOr<int64_t> {
-    if (x == 0)
-      return x;
+    if (x == 0) return x;
     entered->fetch_add(1);
     std::stop_token stop = UserFunctionStopToken();
-    if (!WaitFor([&] { return stop.stop_requested(); }))
-      return absl::InternalError("never stopped");
+    if (!WaitFor([&] { return stop.stop_requested(); })) return absl::InternalError("never stopped");
     stopped->fetch_add(1);
     return absl::CancelledError("stopped");
   };
   Options options;
   options.thread_pool_size = 2;
-  Iterator<int64_t> it =
-      Dataset<int64_t>(Range(10)).Map(f, 2).MakeIterator(options);
+  Iterator<int64_t> it = Dataset<int64_t>(Range(10)).Map(f, 2).MakeIterator(options);
   absl::StatusOr<std::optional<int64_t>> first = it.NextBlocking();
   ASSERT_TRUE(first.ok() && first->has_value());
   EXPECT_EQ(**first, 0);
   ASSERT_TRUE(WaitFor([&] { return entered->load() == 2; }));
   EXPECT_TRUE(it.CloseBlocking(absl::Seconds(120)).ok());
   EXPECT_EQ(stopped->load(), 2);
-  EXPECT_EQ(it.NextBlocking().value(), std::nullopt); // closed: the end
+  EXPECT_EQ(it.NextBlocking().value(), std::nullopt);  // closed: the end
 }
 
 // The same under a Prefetch: the synchronous Map runs on the producer, which
 // passes its token on.
-TEST(UserFunctionStopTest,
-     APrefetchProducerPassesItsTokenToTheFunctionsItPulls) {
+TEST(UserFunctionStopTest, APrefetchProducerPassesItsTokenToTheFunctionsItPulls) {
   auto entered = std::make_shared<std::atomic<int>>(0);
   auto f = [entered](int64_t x) -> absl::StatusOr<int64_t> {
-    if (x == 0)
-      return x;
+    if (x == 0) return x;
     entered->fetch_add(1);
     std::stop_token stop = UserFunctionStopToken();
-    if (!WaitFor([&] { return stop.stop_requested(); }))
-      return absl::InternalError("never stopped");
+    if (!WaitFor([&] { return stop.stop_requested(); })) return absl::InternalError("never stopped");
     return absl::CancelledError("stopped");
   };
-  Iterator<int64_t> it =
-      Dataset<int64_t>(Range(10)).Map(f).Prefetch(1).MakeIterator();
+  Iterator<int64_t> it = Dataset<int64_t>(Range(10)).Map(f).Prefetch(1).MakeIterator();
   ASSERT_EQ(it.NextBlocking().value(), std::optional<int64_t>(0));
   ASSERT_TRUE(WaitFor([&] { return entered->load() == 1; }));
   EXPECT_TRUE(it.CloseBlocking(absl::Seconds(120)).ok());
@@ -95,25 +88,22 @@ TEST(UserFunctionStopTest, CloseWithATimeoutReportsCallsThatDoNotReturn) {
   std::weak_ptr<std::atomic<bool>> watch = release;
   {
     auto f = [entered, release](int64_t x) -> int64_t {
-      if (x == 0)
-        return x;
+      if (x == 0) return x;
       entered->fetch_add(1);
-      WaitFor([&] { return release->load(); }); // deaf to the stop token
+      WaitFor([&] { return release->load(); });  // deaf to the stop token
       return x;
     };
     Options options;
     options.thread_pool_size = 2;
-    Iterator<int64_t> it =
-        Dataset<int64_t>(Range(10)).Map(f, 2).MakeIterator(options);
+    Iterator<int64_t> it = Dataset<int64_t>(Range(10)).Map(f, 2).MakeIterator(options);
     ASSERT_EQ(it.NextBlocking().value(), std::optional<int64_t>(0));
     ASSERT_TRUE(WaitFor([&] { return entered->load() == 2; }));
     absl::Status closed = it.CloseBlocking(absl::Milliseconds(50));
     EXPECT_EQ(closed.code(), absl::StatusCode::kDeadlineExceeded) << closed;
-    EXPECT_THAT(closed.message(),
-                HasSubstr("2 of its tasks are still inside a user function"));
+    EXPECT_THAT(closed.message(), HasSubstr("2 of its tasks are still inside a user function"));
     EXPECT_THAT(closed.message(), HasSubstr("UserFunctionStopToken"));
     EXPECT_EQ(it.NextBlocking().value(), std::nullopt);
-  } // the iterator goes without waiting for the stuck calls
+  }  // the iterator goes without waiting for the stuck calls
   release->store(true);
   // The background teardown ends once the calls return, and frees the function
   // with what it captured.
@@ -123,14 +113,12 @@ TEST(UserFunctionStopTest, CloseWithATimeoutReportsCallsThatDoNotReturn) {
 }
 
 TEST(UserFunctionStopTest, ATimedCloseThatFinishesInTimeIsOk) {
-  Iterator<int64_t> it = Dataset<int64_t>(Range(100))
-                             .Map([](int64_t x) { return x; }, 2)
-                             .Prefetch(2)
-                             .MakeIterator();
+  Iterator<int64_t> it =
+      Dataset<int64_t>(Range(100)).Map([](int64_t x) { return x; }, 2).Prefetch(2).MakeIterator();
   ASSERT_EQ(it.NextBlocking().value(), std::optional<int64_t>(0));
   EXPECT_TRUE(it.CloseBlocking(absl::Seconds(120)).ok());
-  EXPECT_TRUE(it.CloseBlocking(absl::Seconds(1)).ok()); // twice: a no-op
+  EXPECT_TRUE(it.CloseBlocking(absl::Seconds(1)).ok());  // twice: a no-op
 }
 
-} // namespace
-} // namespace sluice
+}  // namespace
+}  // namespace sluice

@@ -43,19 +43,18 @@ namespace ops {
 // meanwhile, and one more in `busy` (the iterator's count of tasks inside user
 // code, which Close(timeout) reports; may be null). Nests.
 class SLUICE_EXPORT UserCallScope {
-public:
-  UserCallScope(const std::stop_token &token,
-                std::atomic<int64_t> *busy) noexcept;
+ public:
+  UserCallScope(const std::stop_token &token, std::atomic<int64_t> *busy) noexcept;
   ~UserCallScope();
   UserCallScope(const UserCallScope &) = delete;
   UserCallScope &operator=(const UserCallScope &) = delete;
 
-private:
+ private:
   const std::stop_token *previous_;
   std::atomic<int64_t> *busy_;
 };
 
-} // namespace ops
-} // namespace sluice
+}  // namespace ops
+}  // namespace sluice
 
-#endif // SLUICE_OPS_USER_FUNCTION_STOP_H_
+#endif  // SLUICE_OPS_USER_FUNCTION_STOP_H_

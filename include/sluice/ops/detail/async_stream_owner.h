@@ -84,7 +84,7 @@ class AsyncStreamOwner final : public Stream<typename Impl::element_type>, publi
 // make_unique for an async stream under its owner.
 template <class Impl, class... Args>
 std::unique_ptr<Stream<typename Impl::element_type>> MakeAsyncStream(std::shared_ptr<AsyncScope> teardowns,
-                                                                    Args&&... args) {
+                                                                     Args&&... args) {
   return std::make_unique<AsyncStreamOwner<Impl>>(std::make_unique<Impl>(std::forward<Args>(args)...),
                                                   std::move(teardowns));
 }
