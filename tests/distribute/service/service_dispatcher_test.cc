@@ -1,10 +1,11 @@
 // The dispatcher's job registry, workers and splits, called directly (no network).
+#include "distribute/service/dispatcher.h"
+
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "distribute/service/dispatcher.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 #include "sluice/ops/graph.h"
