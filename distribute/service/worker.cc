@@ -94,7 +94,9 @@ struct Worker::Impl {
   void LogLine(const std::string& line) const {
     if (config.log) config.log(line);
   }
-  absl::Status Register();
+  absl::Status Register(std::stop_token stop);
+  // Wakes the heartbeat thread now: a drained task is reported at once, so its iteration finishes sooner.
+  void BeatNow();
   void HeartbeatLoop(std::stop_token stop);
   void StartTask(TaskDef def);
   void Produce(std::stop_token stop, WorkerTask* task);
@@ -114,6 +116,9 @@ struct Worker::Impl {
   std::map<uint64_t, std::shared_ptr<WorkerTask>> tasks;
   std::map<uint64_t, absl::Status> finished;  // reported tasks: OK, or why they failed
 
+  std::mutex beat_mu;
+  std::condition_variable_any beat_cv;
+  bool beat_now = false;
   std::jthread heartbeat;
   std::mutex stop_mu;
   bool stopped = false;
@@ -127,9 +132,18 @@ Task<absl::StatusOr<std::string>> AnswerOn(Worker::Impl* impl, Frame request) {
 
 }  // namespace
 
-absl::Status Worker::Impl::Register() {
+void Worker::Impl::BeatNow() {
+  {
+    std::lock_guard<std::mutex> lock(beat_mu);
+    beat_now = true;
+  }
+  beat_cv.notify_all();
+}
+
+absl::Status Worker::Impl::Register(std::stop_token stop) {
   std::string payload = EncodeRegisterWorkerRequest(RegisterWorkerRequest{address});
-  absl::StatusOr<Frame> frame = SyncWait(dispatcher->Call(FrameKind::kRegisterWorker, std::move(payload)));
+  absl::StatusOr<Frame> frame =
+      SyncWait(dispatcher->Call(FrameKind::kRegisterWorker, std::move(payload)), std::move(stop));
   if (!frame.ok()) return frame.status();
   absl::StatusOr<RegisterWorkerResponse> response = DecodeRegisterWorkerResponse(frame->payload);
   if (!response.ok()) return response.status();
@@ -140,8 +154,6 @@ absl::Status Worker::Impl::Register() {
 }
 
 void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
-  std::mutex wait_mu;
-  std::condition_variable_any wait_cv;
   std::string last_error;
   while (!stop.stop_requested()) {
     WorkerHeartbeatRequest request;
@@ -183,18 +195,17 @@ void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
       done.clear();  // joins the producers, which have ended
       for (TaskDef& def : response->tasks) StartTask(std::move(def));
     } else if (response.status().code() == absl::StatusCode::kNotFound) {
-      LogLine(
-          "the dispatcher does not know this worker (it restarted?); "
-          "registering again");
-      if (absl::Status s = Register(); !s.ok())
+      LogLine("the dispatcher does not know this worker (it restarted?); registering again");
+      if (absl::Status s = Register(stop); !s.ok())
         LogLine(absl::StrCat("registering again failed: ", s.message()));
     } else if (std::string error(response.status().message()); error != last_error) {
       LogLine(absl::StrCat("heartbeat failed: ", error));
       last_error = std::move(error);
     }
-    std::unique_lock<std::mutex> lock(wait_mu);
-    wait_cv.wait_for(lock, stop, std::chrono::milliseconds(config.heartbeat_interval_ms),
-                     [] { return false; });
+    std::unique_lock<std::mutex> lock(beat_mu);
+    beat_cv.wait_for(lock, stop, std::chrono::milliseconds(config.heartbeat_interval_ms),
+                     [this] { return beat_now; });
+    beat_now = false;
   }
 }
 
@@ -314,6 +325,7 @@ absl::StatusOr<std::string> Worker::Impl::GetElements(const GetElementsRequest& 
     response.end_of_sequence = task->ended && task->buffer.empty();
   }
   task->space.notify_all();
+  if (response.end_of_sequence) BeatNow();
   return EncodeGetElementsResponse(response);
 }
 
@@ -376,7 +388,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
     return client.status();
   }
   impl->dispatcher = std::move(*client);
-  if (absl::Status s = impl->Register(); !s.ok()) {
+  if (absl::Status s = impl->Register({}); !s.ok()) {
     impl->Stop();
     return absl::UnavailableError(absl::StrCat("worker: registering with the dispatcher at ",
                                                impl->config.dispatcher_address, ": ", s.message()));
