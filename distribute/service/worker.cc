@@ -19,6 +19,8 @@
 #include "distribute/service/messages.h"
 #include "distribute/service/server.h"
 #include "distribute/service/split_source.h"
+#include "sluice/engine/async_event.h"
+#include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/thread_pool.h"
 #include "sluice/ops/graph.h"
@@ -47,28 +49,38 @@ Task<absl::StatusOr<std::optional<std::string>>> NextOf(Iterator<std::string>* i
   co_return next;
 }
 
-// Splits of one distributed_epoch task, asked of the dispatcher one at a time.
+// Splits of one distributed_epoch task, asked of the dispatcher on demand. While the pipeline reads a
+// split, the next one is already being asked for (one in flight), so a split boundary rarely waits for
+// a round trip.
 class DispatcherSplitFeed final : public SplitFeed {
  public:
-  // `dispatcher` outlives the feed: the worker joins its producers before
+  // `dispatcher` outlives the feed: the worker joins its producers (whose pipelines own the feed) before
   // closing the client.
   DispatcherSplitFeed(Client* dispatcher, uint64_t task_id, SplittableSource source, GraphNode source_node)
       : dispatcher_(dispatcher),
         task_id_(task_id),
         source_(std::move(source)),
         source_node_(std::move(source_node)) {}
+  // The prefetch observes the scope's stop token; ~AsyncScope requests stop and joins it.
+  ~DispatcherSplitFeed() override = default;
 
   Task<absl::StatusOr<std::optional<Split>>> Next() override {
-    std::string payload = EncodeGetSplitRequest(GetSplitRequest{task_id_});
-    Task<absl::StatusOr<Frame>> call = dispatcher_->Call(FrameKind::kGetSplit, std::move(payload));
-    absl::StatusOr<Frame> frame = co_await std::move(call);
-    if (!frame.ok()) {
-      co_return absl::Status(frame.status().code(),
-                             absl::StrCat("asking the dispatcher for a split: ", frame.status().message()));
+    absl::StatusOr<GetSplitResponse> response = absl::UnknownError("no split");
+    if (prefetching_) {
+      absl::Status woken = co_await prefetched_.Wait();
+      if (!woken.ok()) co_return woken;  // the pipeline is being cancelled; the prefetch stays owned
+      prefetching_ = false;
+      prefetched_.Reset();
+      std::lock_guard<std::mutex> lock(mu_);
+      response = std::move(slot_);
+    } else {
+      Task<absl::StatusOr<GetSplitResponse>> fetch = Fetch(dispatcher_, task_id_);
+      response = co_await std::move(fetch);
     }
-    absl::StatusOr<GetSplitResponse> response = DecodeGetSplitResponse(frame->payload);
     if (!response.ok()) co_return response.status();
     if (response->end_of_splits) co_return std::optional<Split>();
+    prefetching_ = true;
+    scope_.Spawn(Prefetch(this));
     const auto begin = static_cast<int64_t>(response->begin);
     const auto end = static_cast<int64_t>(response->end);
     if (!source_.files) co_return std::optional<Split>(Split{nullptr, begin, end});
@@ -80,10 +92,37 @@ class DispatcherSplitFeed final : public SplitFeed {
   }
 
  private:
+  static Task<absl::StatusOr<GetSplitResponse>> Fetch(Client* dispatcher, uint64_t task_id) {
+    std::string payload = EncodeGetSplitRequest(GetSplitRequest{task_id});
+    Task<absl::StatusOr<Frame>> call = dispatcher->Call(FrameKind::kGetSplit, std::move(payload));
+    absl::StatusOr<Frame> frame = co_await std::move(call);
+    if (!frame.ok()) {
+      co_return absl::Status(frame.status().code(),
+                             absl::StrCat("asking the dispatcher for a split: ", frame.status().message()));
+    }
+    co_return DecodeGetSplitResponse(frame->payload);
+  }
+
+  // `feed` outlives the task: its scope joins the task before the feed goes.
+  static Task<void> Prefetch(DispatcherSplitFeed* feed) {
+    Task<absl::StatusOr<GetSplitResponse>> fetch = Fetch(feed->dispatcher_, feed->task_id_);
+    absl::StatusOr<GetSplitResponse> response = co_await std::move(fetch);
+    {
+      std::lock_guard<std::mutex> lock(feed->mu_);
+      feed->slot_ = std::move(response);
+    }
+    feed->prefetched_.Set();
+  }
+
   Client* dispatcher_;
   uint64_t task_id_;
   SplittableSource source_;
   GraphNode source_node_;
+  bool prefetching_ = false;  // Next() only (one consumer)
+  std::mutex mu_;
+  absl::StatusOr<GetSplitResponse> slot_ = absl::UnknownError("no split");
+  AsyncEvent prefetched_;
+  AsyncScope scope_;  // last: destroyed (joined) first, while the members its task touches still live
 };
 
 }  // namespace
