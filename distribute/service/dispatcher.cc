@@ -127,23 +127,27 @@ void Dispatcher::MaybeFinishLocked(Job& job, uint64_t iteration) {
   LogLine(absl::StrCat(JobLabel(job), " iteration ", iteration, it.error.ok() ? " finished" : " failed"));
 }
 
+void Dispatcher::DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, const std::string& why) {
+  int lost = 0;
+  for (auto& [id, task] : tasks_) {
+    if (task.worker_id != worker->first || task.done) continue;
+    task.done = true;
+    task.lost = true;
+    ++lost;
+    MaybeFinishLocked(jobs_.at(task.job_id), task.iteration);
+  }
+  LogLine(absl::StrCat("worker ", worker->first, " at ", worker->second.address, " left (", why, "); ", lost,
+                       " unfinished tasks end"));
+  workers_.erase(worker);
+}
+
 void Dispatcher::ExpireWorkersLocked(Clock::time_point now) {
   for (auto it = workers_.begin(); it != workers_.end();) {
-    if (now - it->second.last_seen <= worker_timeout_) {
-      ++it;
-      continue;
+    auto next = std::next(it);
+    if (now - it->second.last_seen > worker_timeout_) {
+      DropWorkerLocked(it, absl::StrCat("no heartbeat for ", worker_timeout_.count(), " ms"));
     }
-    int lost = 0;
-    for (auto& [id, task] : tasks_) {
-      if (task.worker_id != it->first || task.done) continue;
-      task.done = true;
-      task.lost = true;
-      ++lost;
-      MaybeFinishLocked(jobs_.at(task.job_id), task.iteration);
-    }
-    LogLine(absl::StrCat("worker ", it->first, " at ", it->second.address, " left (no heartbeat for ",
-                         worker_timeout_.count(), " ms); ", lost, " unfinished tasks end"));
-    it = workers_.erase(it);
+    it = next;
   }
 }
 
@@ -195,6 +199,10 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
     MaybeFinishLocked(job, t->second.iteration);
   }
   WorkerHeartbeatResponse response;
+  if (request.leaving) {
+    DropWorkerLocked(w, "stopping");
+    return response;
+  }
   for (uint64_t id : w->second.undelivered) {
     const TaskRecord& task = tasks_.at(id);
     const Job& job = jobs_.at(task.job_id);

@@ -92,6 +92,8 @@ class Dispatcher {
   void AddTaskLocked(Job& job, uint64_t iteration, Worker& worker);
   void MaybeFinishLocked(Job& job, uint64_t iteration);
   void ExpireWorkersLocked(Clock::time_point now);
+  // Drops the worker; its unfinished tasks end (their elements are lost). Logs why.
+  void DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, const std::string& why);
   void LogLine(const std::string& line) const;
 
   const std::chrono::milliseconds worker_timeout_;

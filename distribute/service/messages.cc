@@ -356,19 +356,23 @@ std::string EncodeWorkerHeartbeatRequest(const WorkerHeartbeatRequest& message) 
   std::string out;
   AppendVarintField(&out, 1, message.worker_id);
   for (const TaskReport& report : message.reports) wire::AppendBytesField(&out, 2, EncodeTaskReport(report));
+  AppendVarintField(&out, 3, message.leaving ? 1 : 0);
   return out;
 }
 
 absl::StatusOr<WorkerHeartbeatRequest> DecodeWorkerHeartbeatRequest(std::string_view bytes) {
   constexpr absl::string_view kName = "WorkerHeartbeatRequest";
   WorkerHeartbeatRequest message;
+  uint64_t leaving = 0;
   absl::Status read =
       ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
         if (field == 1) return ReadVarintInto(kName, r, field, type, &message.worker_id);
         if (field == 2) return ReadMessageInto(kName, r, field, type, &message.reports, &DecodeTaskReport);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &leaving);
         return false;
       });
   if (!read.ok()) return read;
+  message.leaving = leaving != 0;
   return message;
 }
 

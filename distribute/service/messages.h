@@ -80,6 +80,7 @@ struct TaskReport {
 struct WorkerHeartbeatRequest {
   uint64_t worker_id = 0;
   std::vector<TaskReport> reports;
+  bool leaving = false;  // the worker is stopping: drop it now, its unfinished tasks end
 };
 struct TaskDef {
   uint64_t task_id = 0;

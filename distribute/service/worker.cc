@@ -142,6 +142,8 @@ struct Worker::Impl {
   absl::StatusOr<Dataset<std::string>> BuildPipeline(const TaskDef& def, const std::string& feed_id);
   absl::StatusOr<std::string> Handle(const Frame& request);
   absl::StatusOr<std::string> GetElements(const GetElementsRequest& request);
+  // Tells the dispatcher this worker is leaving, so its tasks end now rather than at the timeout.
+  void SayGoodbye();
   void Stop();
 
   const WorkerConfig config;
@@ -378,6 +380,31 @@ absl::StatusOr<std::string> Worker::Impl::Handle(const Frame& request) {
   return GetElements(*decoded);
 }
 
+void Worker::Impl::SayGoodbye() {
+  // Bounded: a dispatcher that does not answer within a second learns of it by the heartbeat timeout.
+  std::stop_source stop;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) stop.request_stop();
+  });
+  WorkerHeartbeatRequest request;
+  request.worker_id = worker_id;
+  request.leaving = true;
+  absl::StatusOr<Frame> answer = SyncWait(
+      dispatcher->Call(FrameKind::kWorkerHeartbeat, EncodeWorkerHeartbeatRequest(request)), stop.get_token());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  if (!answer.ok())
+    LogLine(absl::StrCat("telling the dispatcher this worker stops: ", answer.status().message()));
+}
+
 void Worker::Impl::Stop() {
   std::lock_guard<std::mutex> stop_lock(stop_mu);
   if (stopped) return;
@@ -396,6 +423,7 @@ void Worker::Impl::Stop() {
     if (task->producer.joinable()) task->producer.join();
   }
   if (server) server->Stop();
+  if (dispatcher && worker_id != 0) SayGoodbye();
   if (dispatcher) dispatcher->Close();
   if (pool) pool->Stop();
   LogLine("stopped");

@@ -29,6 +29,14 @@ GetOrCreateJobRequest Request(const Dataset<int64_t>& ds, ProcessingMode mode, s
   return request;
 }
 
+absl::StatusOr<WorkerHeartbeatResponse> Beat(Dispatcher& dispatcher, uint64_t worker,
+                                              std::vector<TaskReport> reports) {
+  WorkerHeartbeatRequest request;
+  request.worker_id = worker;
+  request.reports = std::move(reports);
+  return dispatcher.WorkerHeartbeat(request);
+}
+
 uint64_t AddWorker(Dispatcher& dispatcher, std::string address) {
   absl::StatusOr<RegisterWorkerResponse> worker = dispatcher.RegisterWorker({std::move(address)});
   EXPECT_TRUE(worker.ok()) << worker.status();
@@ -76,7 +84,7 @@ TEST(ServiceDispatcherTest, BadRequestsAreRefused) {
   garbage.graph = "not a graph";
   garbage.mode = ProcessingMode::kParallelEpochs;
   EXPECT_EQ(dispatcher.GetOrCreateJob(garbage).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(dispatcher.WorkerHeartbeat({12345, {}}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Beat(dispatcher, 12345, {}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(dispatcher.GetSplit({777}).status().code(), absl::StatusCode::kNotFound);
   Frame unknown{FrameKind::kGetElements, 0, 1, ""};
   EXPECT_EQ(dispatcher.Handle(unknown).status().code(), absl::StatusCode::kUnimplemented);
@@ -101,7 +109,7 @@ TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfre
   const uint64_t worker = AddWorker(dispatcher, "127.0.0.1:1");
   auto job = dispatcher.GetOrCreateJob(Request(Range(10000), ProcessingMode::kDistributedEpoch, "split"));
   ASSERT_TRUE(job.ok()) << job.status();
-  auto beat = dispatcher.WorkerHeartbeat({worker, {}});
+  auto beat = Beat(dispatcher, worker, {});
   ASSERT_TRUE(beat.ok());
   ASSERT_EQ(beat->tasks.size(), 1u);
   const uint64_t task = beat->tasks[0].task_id;
@@ -123,7 +131,7 @@ TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfre
   // Iteration 1 is a new pass with splits of its own.
   ASSERT_TRUE(
       dispatcher.GetOrCreateJob(Request(Range(10000), ProcessingMode::kDistributedEpoch, "split", 1)).ok());
-  auto next = dispatcher.WorkerHeartbeat({worker, {}});
+  auto next = Beat(dispatcher, worker, {});
   ASSERT_EQ(next->tasks.size(), 1u);
   EXPECT_EQ(next->tasks[0].iteration, 1u);
   auto first = dispatcher.GetSplit({next->tasks[0].task_id});
@@ -137,21 +145,21 @@ TEST(ServiceDispatcherTest, IterationFinishesWhenEveryTaskReportsAndAFailureName
   const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
   auto job = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "f"));
   ASSERT_TRUE(job.ok());
-  auto t1 = dispatcher.WorkerHeartbeat({w1, {}})->tasks.at(0).task_id;
-  auto t2 = dispatcher.WorkerHeartbeat({w2, {}})->tasks.at(0).task_id;
+  auto t1 = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  auto t2 = Beat(dispatcher, w2, {})->tasks.at(0).task_id;
   auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->tasks.size(), 2u);
   EXPECT_FALSE(state->finished);
-  ASSERT_TRUE(dispatcher.WorkerHeartbeat({w1, {TaskReport{t1, absl::OkStatus()}}}).ok());
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{t1, absl::OkStatus()}}).ok());
   EXPECT_FALSE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
-  ASSERT_TRUE(dispatcher.WorkerHeartbeat({w2, {TaskReport{t2, absl::OkStatus()}}}).ok());
+  ASSERT_TRUE(Beat(dispatcher, w2, {TaskReport{t2, absl::OkStatus()}}).ok());
   EXPECT_TRUE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
 
   auto failing = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "g"));
-  auto f1 = dispatcher.WorkerHeartbeat({w1, {}})->tasks.at(0).task_id;
+  auto f1 = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
   ASSERT_TRUE(
-      dispatcher.WorkerHeartbeat({w1, {TaskReport{f1, absl::FailedPreconditionError("no kFoo")}}}).ok());
+      Beat(dispatcher, w1, {TaskReport{f1, absl::FailedPreconditionError("no kFoo")}}).ok());
   auto failed = dispatcher.ClientHeartbeat({failing->job_id, 0});
   EXPECT_TRUE(failed->finished);
   EXPECT_EQ(failed->error.code(), absl::StatusCode::kFailedPrecondition);
@@ -163,12 +171,12 @@ TEST(ServiceDispatcherTest, ALateWorkerGetsTasksOfUnfinishedIterationsOnly) {
   Dispatcher dispatcher(10000, nullptr);
   const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
   auto done = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "done"));
-  auto t = dispatcher.WorkerHeartbeat({w1, {}})->tasks.at(0).task_id;
-  ASSERT_TRUE(dispatcher.WorkerHeartbeat({w1, {TaskReport{t, absl::OkStatus()}}}).ok());
+  auto t = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{t, absl::OkStatus()}}).ok());
   auto open = dispatcher.GetOrCreateJob(Request(Range(4), ProcessingMode::kDistributedEpoch, "open"));
   ASSERT_TRUE(done.ok() && open.ok());
   const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
-  auto tasks = dispatcher.WorkerHeartbeat({w2, {}});
+  auto tasks = Beat(dispatcher, w2, {});
   ASSERT_EQ(tasks->tasks.size(), 1u);
   EXPECT_EQ(tasks->tasks[0].job_id, open->job_id);
   EXPECT_EQ(dispatcher.ClientHeartbeat({open->job_id, 0})->tasks.size(), 2u);
@@ -184,21 +192,39 @@ TEST(ServiceDispatcherTest, ASilentWorkerIsDroppedAndItsTasksEnd) {
   const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
   auto job = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "lost"));
   ASSERT_TRUE(job.ok());
-  auto t2 = dispatcher.WorkerHeartbeat({w2, {}})->tasks.at(0).task_id;
+  auto t2 = Beat(dispatcher, w2, {})->tasks.at(0).task_id;
   now += std::chrono::milliseconds(800);
-  ASSERT_TRUE(dispatcher.WorkerHeartbeat({w2, {}}).ok());
+  ASSERT_TRUE(Beat(dispatcher, w2, {}).ok());
   now += std::chrono::milliseconds(800);  // worker 1 silent for 1.6 s, worker 2 for 0.8 s
   auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
   ASSERT_TRUE(state.ok());
   ASSERT_EQ(state->tasks.size(), 1u);
   EXPECT_EQ(state->tasks[0].worker_address, "127.0.0.1:2");
   EXPECT_FALSE(state->finished);
-  EXPECT_EQ(dispatcher.WorkerHeartbeat({w1, {}}).status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(dispatcher.WorkerHeartbeat({w2, {TaskReport{t2, absl::OkStatus()}}}).ok());
+  EXPECT_EQ(Beat(dispatcher, w1, {}).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Beat(dispatcher, w2, {TaskReport{t2, absl::OkStatus()}}).ok());
   EXPECT_TRUE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
   bool logged = false;
   for (const std::string& line : log) logged |= line.find("left") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+TEST(ServiceDispatcherTest, ALeavingWorkerIsDroppedAtOnce) {
+  std::vector<std::string> log;
+  Dispatcher dispatcher(10000, [&log](const std::string& line) { log.push_back(line); });
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  auto job = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "bye"));
+  ASSERT_TRUE(job.ok());
+  WorkerHeartbeatRequest bye;
+  bye.worker_id = w1;
+  bye.leaving = true;
+  ASSERT_TRUE(dispatcher.WorkerHeartbeat(bye).ok());
+  auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
+  EXPECT_TRUE(state->finished);
+  EXPECT_TRUE(state->tasks.empty());
+  EXPECT_EQ(Beat(dispatcher, w1, {}).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().find("left (stopping)"), std::string::npos) << log.back();
 }
 
 }  // namespace

@@ -98,6 +98,8 @@ TEST(ServiceProcessesTest, DistributedEpochAcrossProcessesYieldsEachElementOnce)
   processes.StopAll();
   EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "joined")) << processes.dispatcher->Stderr();
   EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "created")) << processes.dispatcher->Stderr();
+  EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "left (stopping)"))
+      << processes.dispatcher->Stderr();
 }
 
 TEST(ServiceProcessesTest, TheStockWorkerNamesARegistrationItLacks) {

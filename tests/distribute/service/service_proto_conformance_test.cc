@@ -93,10 +93,13 @@ TEST_F(ProtoConformanceTest, WorkerMessages) {
       "WorkerHeartbeatRequest",
       R"(worker_id: 4 reports { task_id: 8 } reports { task_id: 9 error { code: 9 message: "no kFoo" } })");
   ASSERT_TRUE(beat.ok()) << beat.status();
-  EXPECT_EQ(
-      *beat,
-      EncodeWorkerHeartbeatRequest(
-          {4, {TaskReport{8, absl::OkStatus()}, TaskReport{9, absl::FailedPreconditionError("no kFoo")}}}));
+  WorkerHeartbeatRequest reports;
+  reports.worker_id = 4;
+  reports.reports = {TaskReport{8, absl::OkStatus()}, TaskReport{9, absl::FailedPreconditionError("no kFoo")}};
+  EXPECT_EQ(*beat, EncodeWorkerHeartbeatRequest(reports));
+  absl::StatusOr<std::string> bye = ProtocEncode("WorkerHeartbeatRequest", "worker_id: 4 leaving: true");
+  ASSERT_TRUE(bye.ok()) << bye.status();
+  EXPECT_EQ(*bye, EncodeWorkerHeartbeatRequest({4, {}, true}));
   absl::StatusOr<std::string> tasks =
       ProtocEncode("WorkerHeartbeatResponse",
                    R"(tasks { task_id: 1 job_id: 2 iteration: 3 graph: "g" mode: DISTRIBUTED_EPOCH })");
