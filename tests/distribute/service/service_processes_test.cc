@@ -66,13 +66,14 @@ struct Processes {
     return true;
   }
 
-  // SIGTERM to all; each exits 0 within the bound.
+  // SIGTERM to the workers, then (once they exited) to the dispatcher; each exits 0 within the bound.
+  // In this order each worker's goodbye reaches a live dispatcher.
   void StopAll() {
     for (auto& worker : workers) worker->Signal(SIGTERM);
-    dispatcher->Signal(SIGTERM);
     for (auto& worker : workers) {
       EXPECT_EQ(worker->Wait(kExit), std::optional<int>(0)) << worker->Stderr();
     }
+    dispatcher->Signal(SIGTERM);
     EXPECT_EQ(dispatcher->Wait(kExit), std::optional<int>(0)) << dispatcher->Stderr();
   }
 
