@@ -228,7 +228,7 @@ absl::StatusOr<GetSplitResponse> Dispatcher::GetSplit(const GetSplitRequest& req
     return response;
   }
   response.begin = static_cast<uint64_t>(it.next_split);
-  it.next_split = std::min(job.source->units, it.next_split + job.source->chunk);
+  it.next_split += std::min(job.source->chunk, job.source->units - it.next_split);  // never past units
   response.end = static_cast<uint64_t>(it.next_split);
   return response;
 }

@@ -140,7 +140,9 @@ absl::StatusOr<SplittableSource> FindSplittableSource(const GraphNode& root) {
       return absl::InvalidArgumentError(absl::StrCat("FromVector at ", source.path_text, ": size < 0"));
     source.units = *size;
   }
-  source.chunk = std::clamp<int64_t>((source.units + kTargetSplits - 1) / kTargetSplits, 1, kMaxChunk);
+  // Rounded up without overflowing: a Range may hold up to INT64_MAX elements.
+  const int64_t per_split = source.units / kTargetSplits + (source.units % kTargetSplits != 0 ? 1 : 0);
+  source.chunk = std::clamp<int64_t>(per_split, 1, kMaxChunk);
   return source;
 }
 

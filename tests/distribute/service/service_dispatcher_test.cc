@@ -2,6 +2,7 @@
 #include "distribute/service/dispatcher.h"
 
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -137,6 +138,31 @@ TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfre
   auto first = dispatcher.GetSplit({next->tasks[0].task_id});
   EXPECT_FALSE(first->end_of_splits);
   EXPECT_EQ(first->begin, 0u);
+}
+
+TEST(ServiceDispatcherTest, TheLargestRangeSplitsWithoutOverflow) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t worker = AddWorker(dispatcher, "127.0.0.1:1");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  auto job = dispatcher.GetOrCreateJob(Request(Range(max - 10000, max), ProcessingMode::kDistributedEpoch));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto huge = dispatcher.GetOrCreateJob(Request(Range(0, max), ProcessingMode::kDistributedEpoch));
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  auto beat = Beat(dispatcher, worker, {});
+  ASSERT_TRUE(beat.ok());
+  ASSERT_EQ(beat->tasks.size(), 2u);
+  uint64_t covered = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto split = dispatcher.GetSplit({beat->tasks[0].task_id});
+    ASSERT_TRUE(split.ok());
+    if (split->end_of_splits) break;
+    covered = split->end;
+  }
+  EXPECT_EQ(covered, 10000u);
+  auto first = dispatcher.GetSplit({beat->tasks[1].task_id});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->begin, 0u);
+  EXPECT_EQ(first->end, 8192u);  // the largest chunk
 }
 
 TEST(ServiceDispatcherTest, IterationFinishesWhenEveryTaskReportsAndAFailureNamesTheWorker) {
