@@ -95,7 +95,8 @@ TEST_F(ProtoConformanceTest, WorkerMessages) {
   ASSERT_TRUE(beat.ok()) << beat.status();
   WorkerHeartbeatRequest reports;
   reports.worker_id = 4;
-  reports.reports = {TaskReport{8, absl::OkStatus()}, TaskReport{9, absl::FailedPreconditionError("no kFoo")}};
+  reports.reports = {TaskReport{8, absl::OkStatus()},
+                     TaskReport{9, absl::FailedPreconditionError("no kFoo")}};
   EXPECT_EQ(*beat, EncodeWorkerHeartbeatRequest(reports));
   absl::StatusOr<std::string> bye = ProtocEncode("WorkerHeartbeatRequest", "worker_id: 4 leaving: true");
   ASSERT_TRUE(bye.ok()) << bye.status();
