@@ -30,6 +30,10 @@ bool IsKnownFrameKind(uint8_t kind) {
     case FrameKind::kPing:
     case FrameKind::kGetOrCreateJob:
     case FrameKind::kGetElements:
+    case FrameKind::kRegisterWorker:
+    case FrameKind::kWorkerHeartbeat:
+    case FrameKind::kGetSplit:
+    case FrameKind::kClientHeartbeat:
       return true;
   }
   return false;
@@ -53,6 +57,14 @@ const char* FrameKindName(FrameKind kind) {
       return "get_or_create_job";
     case FrameKind::kGetElements:
       return "get_elements";
+    case FrameKind::kRegisterWorker:
+      return "register_worker";
+    case FrameKind::kWorkerHeartbeat:
+      return "worker_heartbeat";
+    case FrameKind::kGetSplit:
+      return "get_split";
+    case FrameKind::kClientHeartbeat:
+      return "client_heartbeat";
   }
   return "unknown";
 }

@@ -48,6 +48,10 @@ enum class FrameKind : uint8_t {
   kPing = 16,     // request: answered with its own payload (liveness, tests)
   kGetOrCreateJob = 17,
   kGetElements = 18,
+  kRegisterWorker = 19,
+  kWorkerHeartbeat = 20,
+  kGetSplit = 21,
+  kClientHeartbeat = 22,
 };
 
 bool IsKnownFrameKind(uint8_t kind);

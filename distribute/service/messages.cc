@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "io/proto_wire.h"
 
@@ -90,11 +91,130 @@ absl::Status DecodeErrorPayload(std::string_view bytes) {
   return absl::Status(status_code, message);
 }
 
+namespace {
+
+void AppendStatusField(std::string* out, uint32_t field, const absl::Status& status) {
+  if (status.ok()) return;
+  wire::AppendBytesField(out, field, EncodeErrorPayload(status));
+}
+
+// An embedded ErrorPayload; one that does not decode (or holds OK) makes the whole message malformed.
+absl::StatusOr<bool> ReadStatusInto(absl::string_view message, wire::Reader& r, uint32_t field, uint32_t type,
+                                    absl::Status* out) {
+  std::string bytes;
+  absl::StatusOr<bool> read = ReadBytesInto(message, r, field, type, &bytes);
+  if (!read.ok()) return read;
+  absl::Status status = DecodeErrorPayload(bytes);
+  if (status.code() == absl::StatusCode::kInternal && absl::StartsWith(status.message(), "error frame")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed ", message, ": field ", field, ": ", status.message()));
+  }
+  *out = std::move(status);
+  return true;
+}
+
+// A repeated embedded message.
+template <class M, class Decode>
+absl::StatusOr<bool> ReadMessageInto(absl::string_view message, wire::Reader& r, uint32_t field,
+                                     uint32_t type, std::vector<M>* out, Decode decode) {
+  std::string bytes;
+  absl::StatusOr<bool> read = ReadBytesInto(message, r, field, type, &bytes);
+  if (!read.ok()) return read;
+  absl::StatusOr<M> decoded = decode(bytes);
+  if (!decoded.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in ", message, " field ", field, ": ", decoded.status().message()));
+  }
+  out->push_back(std::move(*decoded));
+  return true;
+}
+
+absl::StatusOr<ProcessingMode> ModeFromWire(absl::string_view message, uint64_t mode) {
+  if (mode > static_cast<uint64_t>(ProcessingMode::kDistributedEpoch)) {
+    return absl::InvalidArgumentError(absl::StrCat(message, ": unknown processing mode ", mode));
+  }
+  return static_cast<ProcessingMode>(mode);
+}
+
+std::string EncodeTaskReport(const TaskReport& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.task_id);
+  AppendStatusField(&out, 2, message.error);
+  return out;
+}
+
+absl::StatusOr<TaskReport> DecodeTaskReport(std::string_view bytes) {
+  constexpr absl::string_view kName = "TaskReport";
+  TaskReport message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.task_id);
+        if (field == 2) return ReadStatusInto(kName, r, field, type, &message.error);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeTaskDef(const TaskDef& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.task_id);
+  AppendVarintField(&out, 2, message.job_id);
+  AppendVarintField(&out, 3, message.iteration);
+  AppendStringField(&out, 4, message.graph);
+  AppendVarintField(&out, 5, static_cast<uint64_t>(message.mode));
+  return out;
+}
+
+absl::StatusOr<TaskDef> DecodeTaskDef(std::string_view bytes) {
+  constexpr absl::string_view kName = "TaskDef";
+  TaskDef message;
+  uint64_t mode = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.task_id);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &message.job_id);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &message.iteration);
+        if (field == 4) return ReadBytesInto(kName, r, field, type, &message.graph);
+        if (field == 5) return ReadVarintInto(kName, r, field, type, &mode);
+        return false;
+      });
+  if (!read.ok()) return read;
+  absl::StatusOr<ProcessingMode> checked = ModeFromWire(kName, mode);
+  if (!checked.ok()) return checked.status();
+  message.mode = *checked;
+  return message;
+}
+
+std::string EncodeTaskInfo(const TaskInfo& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.task_id);
+  AppendStringField(&out, 2, message.worker_address);
+  return out;
+}
+
+absl::StatusOr<TaskInfo> DecodeTaskInfo(std::string_view bytes) {
+  constexpr absl::string_view kName = "TaskInfo";
+  TaskInfo message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.task_id);
+        if (field == 2) return ReadBytesInto(kName, r, field, type, &message.worker_address);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+}  // namespace
+
 std::string EncodeGetOrCreateJobRequest(const GetOrCreateJobRequest& message) {
   std::string out;
   AppendStringField(&out, 1, message.graph);
   AppendVarintField(&out, 2, static_cast<uint64_t>(message.mode));
   AppendStringField(&out, 3, message.job_name);
+  AppendVarintField(&out, 4, message.iteration);
+  AppendVarintField(&out, 5, message.job_id);
   return out;
 }
 
@@ -107,6 +227,8 @@ absl::StatusOr<GetOrCreateJobRequest> DecodeGetOrCreateJobRequest(std::string_vi
         if (field == 1) return ReadBytesInto(kName, r, field, type, &message.graph);
         if (field == 2) return ReadVarintInto(kName, r, field, type, &mode);
         if (field == 3) return ReadBytesInto(kName, r, field, type, &message.job_name);
+        if (field == 4) return ReadVarintInto(kName, r, field, type, &message.iteration);
+        if (field == 5) return ReadVarintInto(kName, r, field, type, &message.job_id);
         return false;
       });
   if (!read.ok()) return read;
@@ -142,6 +264,7 @@ std::string EncodeGetElementsRequest(const GetElementsRequest& message) {
   AppendVarintField(&out, 1, message.job_client_id);
   AppendVarintField(&out, 2, message.max_elements);
   AppendVarintField(&out, 3, message.max_bytes);
+  AppendVarintField(&out, 4, message.task_id);
   return out;
 }
 
@@ -154,6 +277,7 @@ absl::StatusOr<GetElementsRequest> DecodeGetElementsRequest(std::string_view byt
         if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
         if (field == 2) return ReadVarintInto(kName, r, field, type, &max_elements);
         if (field == 3) return ReadVarintInto(kName, r, field, type, &message.max_bytes);
+        if (field == 4) return ReadVarintInto(kName, r, field, type, &message.task_id);
         return false;
       });
   if (!read.ok()) return read;
@@ -172,6 +296,7 @@ std::string EncodeGetElementsResponse(const GetElementsResponse& message) {
   // Repeated bytes: every element is written, empty ones included (they are elements).
   for (const std::string& element : message.elements) wire::AppendBytesField(&out, 1, element);
   AppendVarintField(&out, 2, message.end_of_sequence ? 1 : 0);
+  AppendStatusField(&out, 3, message.error);
   return out;
 }
 
@@ -183,11 +308,188 @@ absl::StatusOr<GetElementsResponse> DecodeGetElementsResponse(std::string_view b
       ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
         if (field == 1) return ReadBytesInto(kName, r, field, type, &message.elements.emplace_back());
         if (field == 2) return ReadVarintInto(kName, r, field, type, &end);
+        if (field == 3) return ReadStatusInto(kName, r, field, type, &message.error);
         return false;
       });
   if (!read.ok()) return read;
   message.end_of_sequence = end != 0;
   return message;
+}
+
+std::string EncodeRegisterWorkerRequest(const RegisterWorkerRequest& message) {
+  std::string out;
+  AppendStringField(&out, 1, message.address);
+  return out;
+}
+
+absl::StatusOr<RegisterWorkerRequest> DecodeRegisterWorkerRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "RegisterWorkerRequest";
+  RegisterWorkerRequest message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadBytesInto(kName, r, field, type, &message.address);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeRegisterWorkerResponse(const RegisterWorkerResponse& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.worker_id);
+  return out;
+}
+
+absl::StatusOr<RegisterWorkerResponse> DecodeRegisterWorkerResponse(std::string_view bytes) {
+  constexpr absl::string_view kName = "RegisterWorkerResponse";
+  RegisterWorkerResponse message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.worker_id);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeWorkerHeartbeatRequest(const WorkerHeartbeatRequest& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.worker_id);
+  for (const TaskReport& report : message.reports) wire::AppendBytesField(&out, 2, EncodeTaskReport(report));
+  AppendVarintField(&out, 3, message.leaving ? 1 : 0);
+  return out;
+}
+
+absl::StatusOr<WorkerHeartbeatRequest> DecodeWorkerHeartbeatRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "WorkerHeartbeatRequest";
+  WorkerHeartbeatRequest message;
+  uint64_t leaving = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.worker_id);
+        if (field == 2) return ReadMessageInto(kName, r, field, type, &message.reports, &DecodeTaskReport);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &leaving);
+        return false;
+      });
+  if (!read.ok()) return read;
+  message.leaving = leaving != 0;
+  return message;
+}
+
+std::string EncodeWorkerHeartbeatResponse(const WorkerHeartbeatResponse& message) {
+  std::string out;
+  for (const TaskDef& task : message.tasks) wire::AppendBytesField(&out, 1, EncodeTaskDef(task));
+  return out;
+}
+
+absl::StatusOr<WorkerHeartbeatResponse> DecodeWorkerHeartbeatResponse(std::string_view bytes) {
+  constexpr absl::string_view kName = "WorkerHeartbeatResponse";
+  WorkerHeartbeatResponse message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadMessageInto(kName, r, field, type, &message.tasks, &DecodeTaskDef);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeGetSplitRequest(const GetSplitRequest& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.task_id);
+  return out;
+}
+
+absl::StatusOr<GetSplitRequest> DecodeGetSplitRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "GetSplitRequest";
+  GetSplitRequest message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.task_id);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeGetSplitResponse(const GetSplitResponse& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.begin);
+  AppendVarintField(&out, 2, message.end);
+  AppendVarintField(&out, 3, message.end_of_splits ? 1 : 0);
+  return out;
+}
+
+absl::StatusOr<GetSplitResponse> DecodeGetSplitResponse(std::string_view bytes) {
+  constexpr absl::string_view kName = "GetSplitResponse";
+  GetSplitResponse message;
+  uint64_t end_of_splits = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.begin);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &message.end);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &end_of_splits);
+        return false;
+      });
+  if (!read.ok()) return read;
+  message.end_of_splits = end_of_splits != 0;
+  return message;
+}
+
+std::string EncodeClientHeartbeatRequest(const ClientHeartbeatRequest& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.job_id);
+  AppendVarintField(&out, 2, message.iteration);
+  return out;
+}
+
+absl::StatusOr<ClientHeartbeatRequest> DecodeClientHeartbeatRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "ClientHeartbeatRequest";
+  ClientHeartbeatRequest message;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_id);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &message.iteration);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return message;
+}
+
+std::string EncodeClientHeartbeatResponse(const ClientHeartbeatResponse& message) {
+  std::string out;
+  for (const TaskInfo& task : message.tasks) wire::AppendBytesField(&out, 1, EncodeTaskInfo(task));
+  AppendVarintField(&out, 2, message.finished ? 1 : 0);
+  AppendStatusField(&out, 3, message.error);
+  return out;
+}
+
+absl::StatusOr<ClientHeartbeatResponse> DecodeClientHeartbeatResponse(std::string_view bytes) {
+  constexpr absl::string_view kName = "ClientHeartbeatResponse";
+  ClientHeartbeatResponse message;
+  uint64_t finished = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadMessageInto(kName, r, field, type, &message.tasks, &DecodeTaskInfo);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &finished);
+        if (field == 3) return ReadStatusInto(kName, r, field, type, &message.error);
+        return false;
+      });
+  if (!read.ok()) return read;
+  message.finished = finished != 0;
+  return message;
+}
+
+const char* ProcessingModeName(ProcessingMode mode) {
+  switch (mode) {
+    case ProcessingMode::kParallelEpochs:
+      return "parallel_epochs";
+    case ProcessingMode::kDistributedEpoch:
+      return "distributed_epoch";
+    case ProcessingMode::kUnspecified:
+      break;
+  }
+  return "unspecified";
 }
 
 }  // namespace sluice::service

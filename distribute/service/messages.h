@@ -24,15 +24,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sluice/distribute/service_mode.h"
 
 namespace sluice::service {
-
-// How workers divide a job's input (tf.data service's processing modes).
-enum class ProcessingMode : uint32_t {
-  kUnspecified = 0,       // refused by the dispatcher: a request must say which it means
-  kParallelEpochs = 1,    // every worker runs the whole pipeline
-  kDistributedEpoch = 2,  // the dispatcher hands out splits of the one splittable source
-};
 
 // The payload of an error frame: an absl::Status.
 struct ErrorPayload {
@@ -45,6 +39,8 @@ struct GetOrCreateJobRequest {
   std::string graph;  // sluice::Serialize bytes of the pipeline before Distribute
   ProcessingMode mode = ProcessingMode::kUnspecified;
   std::string job_name;
+  uint64_t iteration = 0;  // the consumer's pass over the dataset: pass k reads iteration k
+  uint64_t job_id = 0;     // nonzero: the unnamed job this consumer's earlier passes read
 };
 
 struct GetOrCreateJobResponse {
@@ -58,11 +54,69 @@ struct GetElementsRequest {
   uint64_t job_client_id = 0;
   uint32_t max_elements = 0;
   uint64_t max_bytes = 0;
+  uint64_t task_id = 0;  // the worker's task to read
 };
 
 struct GetElementsResponse {
   std::vector<std::string> elements;  // element-codec bytes, in order
   bool end_of_sequence = false;       // no element follows those above
+  absl::Status error;                 // not OK: an error element that follows the elements above
+};
+
+// Worker -> dispatcher: a worker joins, giving the address clients reach it at.
+struct RegisterWorkerRequest {
+  std::string address;
+};
+struct RegisterWorkerResponse {
+  uint64_t worker_id = 0;
+};
+
+// A task the worker finished: every element handed out (error OK), or it could not run (error).
+struct TaskReport {
+  uint64_t task_id = 0;
+  absl::Status error;
+};
+// Worker -> dispatcher, periodically: what finished; the answer holds the tasks new to this worker.
+struct WorkerHeartbeatRequest {
+  uint64_t worker_id = 0;
+  std::vector<TaskReport> reports;
+  bool leaving = false;  // the worker is stopping: drop it now, its unfinished tasks end
+};
+struct TaskDef {
+  uint64_t task_id = 0;
+  uint64_t job_id = 0;
+  uint64_t iteration = 0;
+  std::string graph;
+  ProcessingMode mode = ProcessingMode::kUnspecified;
+};
+struct WorkerHeartbeatResponse {
+  std::vector<TaskDef> tasks;
+};
+
+// Worker -> dispatcher (distributed_epoch): a task's next split, indices [begin, end) of the splittable
+// source (elements of a Range or FromVector, files of a file source), or the end of the splits.
+struct GetSplitRequest {
+  uint64_t task_id = 0;
+};
+struct GetSplitResponse {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool end_of_splits = false;
+};
+
+// Client -> dispatcher: where iteration `iteration` of a job is read from, and whether it is over.
+struct ClientHeartbeatRequest {
+  uint64_t job_id = 0;
+  uint64_t iteration = 0;
+};
+struct TaskInfo {
+  uint64_t task_id = 0;
+  std::string worker_address;
+};
+struct ClientHeartbeatResponse {
+  std::vector<TaskInfo> tasks;
+  bool finished = false;  // every task listed ended on its worker: once they are drained, the iteration ends
+  absl::Status error;     // the iteration failed (a worker could not run its task)
 };
 
 std::string EncodeErrorPayload(const absl::Status& status);
@@ -78,6 +132,22 @@ std::string EncodeGetElementsRequest(const GetElementsRequest& message);
 absl::StatusOr<GetElementsRequest> DecodeGetElementsRequest(std::string_view bytes);
 std::string EncodeGetElementsResponse(const GetElementsResponse& message);
 absl::StatusOr<GetElementsResponse> DecodeGetElementsResponse(std::string_view bytes);
+std::string EncodeRegisterWorkerRequest(const RegisterWorkerRequest& message);
+absl::StatusOr<RegisterWorkerRequest> DecodeRegisterWorkerRequest(std::string_view bytes);
+std::string EncodeRegisterWorkerResponse(const RegisterWorkerResponse& message);
+absl::StatusOr<RegisterWorkerResponse> DecodeRegisterWorkerResponse(std::string_view bytes);
+std::string EncodeWorkerHeartbeatRequest(const WorkerHeartbeatRequest& message);
+absl::StatusOr<WorkerHeartbeatRequest> DecodeWorkerHeartbeatRequest(std::string_view bytes);
+std::string EncodeWorkerHeartbeatResponse(const WorkerHeartbeatResponse& message);
+absl::StatusOr<WorkerHeartbeatResponse> DecodeWorkerHeartbeatResponse(std::string_view bytes);
+std::string EncodeGetSplitRequest(const GetSplitRequest& message);
+absl::StatusOr<GetSplitRequest> DecodeGetSplitRequest(std::string_view bytes);
+std::string EncodeGetSplitResponse(const GetSplitResponse& message);
+absl::StatusOr<GetSplitResponse> DecodeGetSplitResponse(std::string_view bytes);
+std::string EncodeClientHeartbeatRequest(const ClientHeartbeatRequest& message);
+absl::StatusOr<ClientHeartbeatRequest> DecodeClientHeartbeatRequest(std::string_view bytes);
+std::string EncodeClientHeartbeatResponse(const ClientHeartbeatResponse& message);
+absl::StatusOr<ClientHeartbeatResponse> DecodeClientHeartbeatResponse(std::string_view bytes);
 
 }  // namespace sluice::service
 

@@ -64,6 +64,10 @@
 
 namespace sluice {
 
+namespace service {
+struct ServiceOptions;
+}  // namespace service
+
 using ops::kAutotune;
 
 namespace detail {
@@ -195,6 +199,10 @@ class Dataset {
                              std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
     });
   }
+
+  // Runs this pipeline on data-service workers; defined in sluice/distribute/service.h, which callers
+  // include (ops/ knows nothing of the service).
+  Dataset<T> Distribute(const service::ServiceOptions& options) const;
 
   Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
   Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }

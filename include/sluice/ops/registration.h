@@ -50,6 +50,8 @@
 #include "sluice/ops/function_registry.h"
 #include "sluice/ops/op_builder_registry.h"
 #include "sluice/ops/registered_dataset.h"
+#include "sluice/ops/encode_elements.h"
+#include "sluice/ops/split_reader.h"
 
 namespace sluice {
 namespace registration_detail {
@@ -149,6 +151,20 @@ void RegisterGenericOps() {
       SLUICE_REGISTRATION_ASSIGN_(log_warning, in.Get<bool>("log_warning"));
       return Erase(d.IgnoreErrors(log_warning));
     });
+    // The data-service worker's internal ops (sluice/ops/split_reader.h, sluice/ops/encode_elements.h).
+    unary("_ReadSplits", [](Dataset<T> d, const OpBuildInput& in) -> Built {
+      SLUICE_REGISTRATION_ASSIGN_(feed_id, in.Get<std::string>("feed"));
+      std::shared_ptr<SplitFeed> feed = FindSplitFeed(feed_id);
+      if (feed == nullptr) return in.Error(absl::StrCat("no split feed '", feed_id, "' in this process"));
+      return std::shared_ptr<const OpNode>(
+          std::make_shared<ops::SplitReaderNode<T>>(d.node(), std::move(feed_id), std::move(feed)));
+    });
+    if constexpr (HasElementCodec<T>) {
+      AddBuilder<T>("_EncodeElements", ElementTypeName<std::string>(), [](const OpBuildInput& in) -> Built {
+        SLUICE_REGISTRATION_ASSIGN_(input, in.Input<T>(0));
+        return std::shared_ptr<const OpNode>(std::make_shared<ops::EncodeElementsNode<T>>(input));
+      });
+    }
     unary("Concatenate", [](Dataset<T> d, const OpBuildInput& in) -> Built {
       SLUICE_REGISTRATION_ASSIGN_(other, in.Input<T>(1));
       return Erase(d.Concatenate(Dataset<T>(other)));

@@ -33,10 +33,10 @@ TEST(MessagesTest, EncodingIsCanonicalProto3) {
   EXPECT_EQ(EncodeGetOrCreateJobRequest({}), "");
   EXPECT_EQ(EncodeGetOrCreateJobResponse({300, 1}), std::string("\x08\xac\x02\x10\x01", 5));
   EXPECT_EQ(EncodeGetElementsRequest({5, 16, 0}), std::string("\x08\x05\x10\x10", 4));
-  EXPECT_EQ(EncodeGetElementsResponse({{"a", ""}, true}), std::string("\x0a\x01"
-                                                                      "a"
-                                                                      "\x0a\x00\x10\x01",
-                                                                      7));
+  EXPECT_EQ(EncodeGetElementsResponse({{"a", ""}, true, absl::OkStatus()}), std::string("\x0a\x01"
+                                                                                        "a"
+                                                                                        "\x0a\x00\x10\x01",
+                                                                                        7));
 }
 
 TEST(MessagesTest, OtherMessagesRoundTrip) {

@@ -1,7 +1,5 @@
 // docs/service.proto against distribute/service/messages.cc: where protoc is installed, the bytes protoc
 // encodes from text format must equal ours, byte for byte (both canonical proto3).
-#include "distribute/service/messages.h"
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "distribute/service/messages.h"
 #include "gtest/gtest.h"
 
 namespace sluice::service {
@@ -29,9 +28,9 @@ absl::StatusOr<std::string> ProtocEncode(const std::string& type, const std::str
   const std::filesystem::path in = dir / (stem + ".txt");
   const std::filesystem::path out = dir / (stem + ".bin");
   std::ofstream(in) << text;
-  const std::string command = absl::StrCat("protoc --encode=sluice.service.", type, " -I", DocsDir().string(),
-                                           " ", (DocsDir() / "service.proto").string(), " < ", in.string(),
-                                           " > ", out.string());
+  const std::string command =
+      absl::StrCat("protoc --encode=sluice.service.", type, " -I", DocsDir().string(), " ",
+                   (DocsDir() / "service.proto").string(), " < ", in.string(), " > ", out.string());
   const int rc = std::system(command.c_str());
   std::ifstream file(out, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -68,7 +67,64 @@ TEST_F(ProtoConformanceTest, GetElements) {
   absl::StatusOr<std::string> response = ProtocEncode(
       "GetElementsResponse", R"(elements: "a" elements: "" elements: "xyz" end_of_sequence: true)");
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(*response, EncodeGetElementsResponse({{"a", "", "xyz"}, true}));
+  EXPECT_EQ(*response, EncodeGetElementsResponse({{"a", "", "xyz"}, true, absl::OkStatus()}));
+}
+
+TEST_F(ProtoConformanceTest, FieldsAddedForJobsTasksAndErrors) {
+  GetOrCreateJobRequest job{"g", ProcessingMode::kParallelEpochs, "", 3, 9};
+  absl::StatusOr<std::string> request =
+      ProtocEncode("GetOrCreateJobRequest", R"(graph: "g" mode: PARALLEL_EPOCHS iteration: 3 job_id: 9)");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(*request, EncodeGetOrCreateJobRequest(job));
+  absl::StatusOr<std::string> get = ProtocEncode("GetElementsRequest", "max_elements: 2 task_id: 77");
+  ASSERT_TRUE(get.ok()) << get.status();
+  EXPECT_EQ(*get, EncodeGetElementsRequest({0, 2, 0, 77}));
+  absl::StatusOr<std::string> answer =
+      ProtocEncode("GetElementsResponse", R"(elements: "a" error { code: 15 message: "bad" })");
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, EncodeGetElementsResponse({{"a"}, false, absl::DataLossError("bad")}));
+}
+
+TEST_F(ProtoConformanceTest, WorkerMessages) {
+  absl::StatusOr<std::string> reg = ProtocEncode("RegisterWorkerRequest", R"(address: "127.0.0.1:5051")");
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  EXPECT_EQ(*reg, EncodeRegisterWorkerRequest({"127.0.0.1:5051"}));
+  absl::StatusOr<std::string> beat = ProtocEncode(
+      "WorkerHeartbeatRequest",
+      R"(worker_id: 4 reports { task_id: 8 } reports { task_id: 9 error { code: 9 message: "no kFoo" } })");
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  WorkerHeartbeatRequest reports;
+  reports.worker_id = 4;
+  reports.reports = {TaskReport{8, absl::OkStatus()},
+                     TaskReport{9, absl::FailedPreconditionError("no kFoo")}};
+  EXPECT_EQ(*beat, EncodeWorkerHeartbeatRequest(reports));
+  absl::StatusOr<std::string> bye = ProtocEncode("WorkerHeartbeatRequest", "worker_id: 4 leaving: true");
+  ASSERT_TRUE(bye.ok()) << bye.status();
+  EXPECT_EQ(*bye, EncodeWorkerHeartbeatRequest({4, {}, true}));
+  absl::StatusOr<std::string> tasks =
+      ProtocEncode("WorkerHeartbeatResponse",
+                   R"(tasks { task_id: 1 job_id: 2 iteration: 3 graph: "g" mode: DISTRIBUTED_EPOCH })");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  EXPECT_EQ(*tasks,
+            EncodeWorkerHeartbeatResponse({{TaskDef{1, 2, 3, "g", ProcessingMode::kDistributedEpoch}}}));
+  absl::StatusOr<std::string> split = ProtocEncode("GetSplitResponse", "begin: 128 end: 256");
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(*split, EncodeGetSplitResponse({128, 256, false}));
+  absl::StatusOr<std::string> last = ProtocEncode("GetSplitResponse", "end_of_splits: true");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, EncodeGetSplitResponse({0, 0, true}));
+}
+
+TEST_F(ProtoConformanceTest, ClientHeartbeat) {
+  absl::StatusOr<std::string> request = ProtocEncode("ClientHeartbeatRequest", "job_id: 5 iteration: 1");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(*request, EncodeClientHeartbeatRequest({5, 1}));
+  absl::StatusOr<std::string> response = ProtocEncode(
+      "ClientHeartbeatResponse",
+      R"(tasks { task_id: 6 worker_address: "127.0.0.1:7" } finished: true error { code: 14 message: "x" })");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(*response,
+            EncodeClientHeartbeatResponse({{TaskInfo{6, "127.0.0.1:7"}}, true, absl::UnavailableError("x")}));
 }
 
 TEST_F(ProtoConformanceTest, ErrorPayload) {

@@ -1,0 +1,113 @@
+// Internal: the data service's dispatcher: the job registry, the workers, and the splits of
+// distributed_epoch jobs. It reads pipelines only as untyped graphs and never runs them.
+//
+// Contract:
+// - GetOrCreateJob: a named job is created by its first request and joined by the later ones, which must
+//   name the same element type, mode and dataset (fingerprint), else InvalidArgument naming both sides;
+//   an unnamed request creates a job of its own, or (job_id set) continues that consumer's job. Pass k of
+//   a consumer joins iteration k, created at its first request with one task per live worker. Graphs
+//   that do not parse, hold internal ops, or (distributed_epoch) lack exactly one splittable source are
+//   refused, naming the ops.
+// - Workers register, then heartbeat: a heartbeat reports finished or failed tasks and receives the
+//   tasks created for the worker since. A worker joining later gets a task in every unfinished iteration.
+//   A worker silent for `worker_timeout_ms` is dropped; its unfinished tasks end (their data is lost).
+//   A failed task fails its iteration with the worker's message.
+// - GetSplit hands a task's iteration its next split, on demand, each split once; then end_of_splits.
+// - ClientHeartbeat: an iteration's tasks (with worker addresses), whether every task finished, and the
+//   error of a failed task (then the iteration is over).
+// - Threading: every member is thread-safe (one mutex); the server runs Handle() on its handler pool.
+#ifndef SLUICE_DISTRIBUTE_SERVICE_DISPATCHER_H_
+#define SLUICE_DISTRIBUTE_SERVICE_DISPATCHER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distribute/service/frame.h"
+#include "distribute/service/messages.h"
+#include "distribute/service/split_source.h"
+#include "sluice/engine/task.h"
+
+namespace sluice::service {
+
+class Dispatcher {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Log = std::function<void(const std::string&)>;
+
+  using Now = std::function<Clock::time_point()>;
+
+  // `now`: the clock worker timeouts are measured with (tests pass a fake one).
+  Dispatcher(int64_t worker_timeout_ms, Log log, Now now = &Clock::now);
+
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
+  absl::StatusOr<RegisterWorkerResponse> RegisterWorker(const RegisterWorkerRequest& request);
+  absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request);
+  absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);
+  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request);
+
+  // Decodes a request frame, answers it, encodes the answer.
+  absl::StatusOr<std::string> Handle(const Frame& request);
+
+ private:
+  struct TaskRecord {
+    uint64_t id = 0;
+    uint64_t job_id = 0;
+    uint64_t iteration = 0;
+    uint64_t worker_id = 0;
+    bool done = false;
+    bool lost = false;  // its worker left before it finished
+  };
+  struct Iteration {
+    std::vector<uint64_t> tasks;
+    int64_t next_split = 0;  // next unit handed out (distributed_epoch)
+    bool finished = false;
+    absl::Status error;
+  };
+  struct Job {
+    uint64_t id = 0;
+    std::string name;
+    std::string graph;
+    std::string element_type;
+    uint64_t fingerprint = 0;
+    ProcessingMode mode = ProcessingMode::kUnspecified;
+    std::optional<SplittableSource> source;
+    std::map<uint64_t, Iteration> iterations;
+  };
+  struct Worker {
+    uint64_t id = 0;
+    std::string address;
+    Clock::time_point last_seen;
+    std::vector<uint64_t> undelivered;  // tasks not yet sent in a heartbeat answer
+  };
+
+  std::string JobLabel(const Job& job) const;
+  void AddTaskLocked(Job& job, uint64_t iteration, Worker& worker);
+  void MaybeFinishLocked(Job& job, uint64_t iteration);
+  void ExpireWorkersLocked(Clock::time_point now);
+  // Drops the worker; its unfinished tasks end (their elements are lost). Logs why.
+  void DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, const std::string& why);
+  void LogLine(const std::string& line) const;
+
+  const std::chrono::milliseconds worker_timeout_;
+  const Log log_;
+  const Now now_;
+  std::mutex mu_;
+  // Jobs, workers, tasks and clients share one counter, so no two ids are ever the same.
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Job> jobs_;
+  std::map<std::string, uint64_t> jobs_by_name_;
+  std::map<uint64_t, Worker> workers_;
+  std::map<uint64_t, TaskRecord> tasks_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_DISTRIBUTE_SERVICE_DISPATCHER_H_

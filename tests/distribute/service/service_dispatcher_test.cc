@@ -1,0 +1,257 @@
+// The dispatcher's job registry, workers and splits, called directly (no network).
+#include "distribute/service/dispatcher.h"
+
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sluice/ops/dataset.h"
+#include "sluice/ops/graph.h"
+
+namespace sluice::service {
+namespace {
+
+std::string GraphOf(const Dataset<int64_t>& ds) {
+  absl::StatusOr<std::string> bytes = Serialize(ds);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : "";
+}
+
+GetOrCreateJobRequest Request(const Dataset<int64_t>& ds, ProcessingMode mode, std::string name = "",
+                              uint64_t iteration = 0) {
+  GetOrCreateJobRequest request;
+  request.graph = GraphOf(ds);
+  request.mode = mode;
+  request.job_name = std::move(name);
+  request.iteration = iteration;
+  return request;
+}
+
+absl::StatusOr<WorkerHeartbeatResponse> Beat(Dispatcher& dispatcher, uint64_t worker,
+                                              std::vector<TaskReport> reports) {
+  WorkerHeartbeatRequest request;
+  request.worker_id = worker;
+  request.reports = std::move(reports);
+  return dispatcher.WorkerHeartbeat(request);
+}
+
+uint64_t AddWorker(Dispatcher& dispatcher, std::string address) {
+  absl::StatusOr<RegisterWorkerResponse> worker = dispatcher.RegisterWorker({std::move(address)});
+  EXPECT_TRUE(worker.ok()) << worker.status();
+  return worker.ok() ? worker->worker_id : 0;
+}
+
+TEST(ServiceDispatcherTest, SameJobNameIsOneJobAnonymousRequestsAreNot) {
+  Dispatcher dispatcher(10000, nullptr);
+  auto a = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "shared"));
+  auto b = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "shared"));
+  auto c = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs));
+  auto d = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(a->job_id, b->job_id);
+  EXPECT_NE(a->job_client_id, b->job_client_id);
+  EXPECT_NE(c->job_id, d->job_id);
+  EXPECT_NE(c->job_id, a->job_id);
+}
+
+TEST(ServiceDispatcherTest, ReusingANameWithAnotherModeTypeOrDatasetIsRefusedNamingBoth) {
+  Dispatcher dispatcher(10000, nullptr);
+  ASSERT_TRUE(dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "j")).ok());
+  auto mode = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kDistributedEpoch, "j"));
+  EXPECT_EQ(mode.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mode.status().message().find("parallel_epochs"), std::string::npos) << mode.status();
+  EXPECT_NE(mode.status().message().find("distributed_epoch"), std::string::npos) << mode.status();
+  auto dataset = dispatcher.GetOrCreateJob(Request(Range(11), ProcessingMode::kParallelEpochs, "j"));
+  EXPECT_EQ(dataset.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(dataset.status().message().find("another dataset"), std::string::npos) << dataset.status();
+  GetOrCreateJobRequest strings;
+  strings.graph = *Serialize(FromVector<std::string>({"a"}));
+  strings.mode = ProcessingMode::kParallelEpochs;
+  strings.job_name = "j";
+  auto type = dispatcher.GetOrCreateJob(strings);
+  EXPECT_EQ(type.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(type.status().message().find("yields int64"), std::string::npos) << type.status();
+  EXPECT_NE(type.status().message().find("yields string"), std::string::npos) << type.status();
+}
+
+TEST(ServiceDispatcherTest, BadRequestsAreRefused) {
+  Dispatcher dispatcher(10000, nullptr);
+  EXPECT_EQ(dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kUnspecified)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  GetOrCreateJobRequest garbage;
+  garbage.graph = "not a graph";
+  garbage.mode = ProcessingMode::kParallelEpochs;
+  EXPECT_EQ(dispatcher.GetOrCreateJob(garbage).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Beat(dispatcher, 12345, {}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(dispatcher.GetSplit({777}).status().code(), absl::StatusCode::kNotFound);
+  Frame unknown{FrameKind::kGetElements, 0, 1, ""};
+  EXPECT_EQ(dispatcher.Handle(unknown).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(ServiceDispatcherTest, DistributedEpochNeedsExactlyOneSplittableSourceAndNamesThem) {
+  Dispatcher dispatcher(10000, nullptr);
+  auto none = dispatcher.GetOrCreateJob(
+      Request(Dataset<int64_t>(ops::MakeErrorSource<int64_t>("Error", absl::InternalError("x"))),
+              ProcessingMode::kDistributedEpoch));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("has none"), std::string::npos) << none.status();
+  auto several = dispatcher.GetOrCreateJob(
+      Request(Range(5).Concatenate(Range(7)).Take(9), ProcessingMode::kDistributedEpoch));
+  EXPECT_EQ(several.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(several.status().message().find("Range at /0/0"), std::string::npos) << several.status();
+  EXPECT_NE(several.status().message().find("Range at /0/1"), std::string::npos) << several.status();
+}
+
+TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfresh) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t worker = AddWorker(dispatcher, "127.0.0.1:1");
+  auto job = dispatcher.GetOrCreateJob(Request(Range(10000), ProcessingMode::kDistributedEpoch, "split"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto beat = Beat(dispatcher, worker, {});
+  ASSERT_TRUE(beat.ok());
+  ASSERT_EQ(beat->tasks.size(), 1u);
+  const uint64_t task = beat->tasks[0].task_id;
+  uint64_t covered = 0;
+  int splits = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto split = dispatcher.GetSplit({task});
+    ASSERT_TRUE(split.ok());
+    if (split->end_of_splits) break;
+    EXPECT_EQ(split->begin, covered);
+    EXPECT_GT(split->end, split->begin);
+    covered = split->end;
+    ++splits;
+  }
+  EXPECT_EQ(covered, 10000u);
+  EXPECT_GE(splits, 32);    // many per worker, not one
+  EXPECT_LE(splits, 1000);  // and not one element each
+  EXPECT_TRUE(dispatcher.GetSplit({task})->end_of_splits);
+  // Iteration 1 is a new pass with splits of its own.
+  ASSERT_TRUE(
+      dispatcher.GetOrCreateJob(Request(Range(10000), ProcessingMode::kDistributedEpoch, "split", 1)).ok());
+  auto next = Beat(dispatcher, worker, {});
+  ASSERT_EQ(next->tasks.size(), 1u);
+  EXPECT_EQ(next->tasks[0].iteration, 1u);
+  auto first = dispatcher.GetSplit({next->tasks[0].task_id});
+  EXPECT_FALSE(first->end_of_splits);
+  EXPECT_EQ(first->begin, 0u);
+}
+
+TEST(ServiceDispatcherTest, TheLargestRangeSplitsWithoutOverflow) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t worker = AddWorker(dispatcher, "127.0.0.1:1");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  auto job = dispatcher.GetOrCreateJob(Request(Range(max - 10000, max), ProcessingMode::kDistributedEpoch));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto huge = dispatcher.GetOrCreateJob(Request(Range(0, max), ProcessingMode::kDistributedEpoch));
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  auto beat = Beat(dispatcher, worker, {});
+  ASSERT_TRUE(beat.ok());
+  ASSERT_EQ(beat->tasks.size(), 2u);
+  uint64_t covered = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto split = dispatcher.GetSplit({beat->tasks[0].task_id});
+    ASSERT_TRUE(split.ok());
+    if (split->end_of_splits) break;
+    covered = split->end;
+  }
+  EXPECT_EQ(covered, 10000u);
+  auto first = dispatcher.GetSplit({beat->tasks[1].task_id});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->begin, 0u);
+  EXPECT_EQ(first->end, 8192u);  // the largest chunk
+}
+
+TEST(ServiceDispatcherTest, IterationFinishesWhenEveryTaskReportsAndAFailureNamesTheWorker) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
+  auto job = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "f"));
+  ASSERT_TRUE(job.ok());
+  auto t1 = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  auto t2 = Beat(dispatcher, w2, {})->tasks.at(0).task_id;
+  auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->tasks.size(), 2u);
+  EXPECT_FALSE(state->finished);
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{t1, absl::OkStatus()}}).ok());
+  EXPECT_FALSE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
+  ASSERT_TRUE(Beat(dispatcher, w2, {TaskReport{t2, absl::OkStatus()}}).ok());
+  EXPECT_TRUE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
+
+  auto failing = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "g"));
+  auto f1 = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  ASSERT_TRUE(
+      Beat(dispatcher, w1, {TaskReport{f1, absl::FailedPreconditionError("no kFoo")}}).ok());
+  auto failed = dispatcher.ClientHeartbeat({failing->job_id, 0});
+  EXPECT_TRUE(failed->finished);
+  EXPECT_EQ(failed->error.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(failed->error.message().find("no kFoo"), std::string::npos) << failed->error;
+  EXPECT_NE(failed->error.message().find("127.0.0.1:1"), std::string::npos) << failed->error;
+}
+
+TEST(ServiceDispatcherTest, ALateWorkerGetsTasksOfUnfinishedIterationsOnly) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  auto done = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "done"));
+  auto t = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{t, absl::OkStatus()}}).ok());
+  auto open = dispatcher.GetOrCreateJob(Request(Range(4), ProcessingMode::kDistributedEpoch, "open"));
+  ASSERT_TRUE(done.ok() && open.ok());
+  const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
+  auto tasks = Beat(dispatcher, w2, {});
+  ASSERT_EQ(tasks->tasks.size(), 1u);
+  EXPECT_EQ(tasks->tasks[0].job_id, open->job_id);
+  EXPECT_EQ(dispatcher.ClientHeartbeat({open->job_id, 0})->tasks.size(), 2u);
+}
+
+TEST(ServiceDispatcherTest, ASilentWorkerIsDroppedAndItsTasksEnd) {
+  Dispatcher::Clock::time_point now{};
+  std::vector<std::string> log;
+  Dispatcher dispatcher(
+      /*worker_timeout_ms=*/1000, [&log](const std::string& line) { log.push_back(line); },
+      [&now] { return now; });
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  const uint64_t w2 = AddWorker(dispatcher, "127.0.0.1:2");
+  auto job = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "lost"));
+  ASSERT_TRUE(job.ok());
+  auto t2 = Beat(dispatcher, w2, {})->tasks.at(0).task_id;
+  now += std::chrono::milliseconds(800);
+  ASSERT_TRUE(Beat(dispatcher, w2, {}).ok());
+  now += std::chrono::milliseconds(800);  // worker 1 silent for 1.6 s, worker 2 for 0.8 s
+  auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->tasks.size(), 1u);
+  EXPECT_EQ(state->tasks[0].worker_address, "127.0.0.1:2");
+  EXPECT_FALSE(state->finished);
+  EXPECT_EQ(Beat(dispatcher, w1, {}).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Beat(dispatcher, w2, {TaskReport{t2, absl::OkStatus()}}).ok());
+  EXPECT_TRUE(dispatcher.ClientHeartbeat({job->job_id, 0})->finished);
+  bool logged = false;
+  for (const std::string& line : log) logged |= line.find("left") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST(ServiceDispatcherTest, ALeavingWorkerIsDroppedAtOnce) {
+  std::vector<std::string> log;
+  Dispatcher dispatcher(10000, [&log](const std::string& line) { log.push_back(line); });
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  auto job = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "bye"));
+  ASSERT_TRUE(job.ok());
+  WorkerHeartbeatRequest bye;
+  bye.worker_id = w1;
+  bye.leaving = true;
+  ASSERT_TRUE(dispatcher.WorkerHeartbeat(bye).ok());
+  auto state = dispatcher.ClientHeartbeat({job->job_id, 0});
+  EXPECT_TRUE(state->finished);
+  EXPECT_TRUE(state->tasks.empty());
+  EXPECT_EQ(Beat(dispatcher, w1, {}).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().find("left (stopping)"), std::string::npos) << log.back();
+}
+
+}  // namespace
+}  // namespace sluice::service

@@ -1,0 +1,98 @@
+// distributed_epoch: the dispatcher hands out splits of the one splittable source, so each element is
+// produced exactly once across the workers.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sluice/distribute/service.h"
+#include "tests/distribute/service/service_test_util.h"
+#include "tests/test_util.h"
+
+namespace sluice::service {
+namespace {
+
+using testing::Cluster;
+using testing::Drain;
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = i;
+  return values;
+}
+
+TEST(ServiceDistributedEpochTest, RangeOverThreeWorkersYieldsEachElementExactlyOnce) {
+  Cluster cluster = Cluster::Start(3);
+  testing::Drained<int64_t> got =
+      Drain(Range(10000).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::sort(got.values.begin(), got.values.end());
+  EXPECT_EQ(got.values, Iota(10000));
+}
+
+TEST(ServiceDistributedEpochTest, OpsAfterTheSourceRunOnceOverAllSplitsOfATask) {
+  Cluster cluster = Cluster::Start(2);
+  // Batch after the split source: a worker's batches span its splits (one pipeline per task).
+  testing::Drained<std::vector<int64_t>> got =
+      Drain(Range(1000).Batch(10).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::vector<int64_t> flat;
+  for (const std::vector<int64_t>& batch : got.values) flat.insert(flat.end(), batch.begin(), batch.end());
+  std::sort(flat.begin(), flat.end());
+  EXPECT_EQ(flat, Iota(1000));
+}
+
+TEST(ServiceDistributedEpochTest, FileSourceIsSplitOneFilePerSplit) {
+  std::vector<std::string> files;
+  std::vector<std::string> expected;
+  for (int f = 0; f < 7; ++f) {
+    std::string text;
+    for (int line = 0; line < 20; ++line) {
+      const std::string value = absl::StrCat("file", f, "-line", line);
+      absl::StrAppend(&text, value, "\n");
+      expected.push_back(value);
+    }
+    files.push_back(testing_util::TempPath(absl::StrCat("service_split_", f, ".txt")));
+    testing_util::WriteFile(files.back(), text);
+  }
+  Cluster cluster = Cluster::Start(3);
+  testing::Drained<std::string> got =
+      Drain(TextLines(files).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::sort(got.values.begin(), got.values.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(got.values, expected);
+}
+
+TEST(ServiceDistributedEpochTest, FromVectorChunksCoverEveryValueOnce) {
+  std::vector<std::string> values;
+  for (int i = 0; i < 500; ++i) values.push_back(absl::StrCat("v", i));
+  Cluster cluster = Cluster::Start(2);
+  testing::Drained<std::string> got =
+      Drain(FromVector(values).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::sort(got.values.begin(), got.values.end());
+  std::sort(values.begin(), values.end());
+  EXPECT_EQ(got.values, values);
+}
+
+TEST(ServiceDistributedEpochTest, SeveralSplittableSourcesAreRefusedNamingThem) {
+  Cluster cluster = Cluster::Start(1);
+  testing::Drained<int64_t> got =
+      Drain(Range(5).Concatenate(Range(3)).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.values.empty());
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(got.errors[0].message().find("Range at /0"), std::string::npos) << got.errors[0];
+  EXPECT_NE(got.errors[0].message().find("Range at /1"), std::string::npos) << got.errors[0];
+}
+
+}  // namespace
+}  // namespace sluice::service

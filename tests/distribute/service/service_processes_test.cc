@@ -1,0 +1,142 @@
+// The data service across processes: `sluice dispatcher` and two `sluice worker` processes on loopback,
+// this test process as the trainer.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sluice/distribute/service.h"
+#include "sluice/ops/registration.h"
+#include "tests/distribute/service/child_process.h"
+#include "tests/distribute/service/service_test_util.h"
+#include "tests/test_util.h"
+
+namespace service_processes_test {
+// Registered in this binary only: the stock worker does not know it.
+inline constexpr sluice::Function<int64_t(int64_t)> kTrainerOnly{"service_processes_test.trainer_only"};
+SLUICE_REGISTER_FUNCTION(kTrainerOnly,
+                         [](const sluice::FunctionArgs&) { return [](int64_t x) { return x; }; });
+}  // namespace service_processes_test
+
+namespace sluice::service {
+namespace {
+
+// Never drained in a test. Not INT64_MAX: RangeNode::cardinality overflows there (UBSan).
+constexpr int64_t kEndless = int64_t{1} << 40;
+
+#ifdef SLUICE_CLI_PATH
+
+constexpr auto kStartup = std::chrono::seconds(20);
+constexpr auto kExit = std::chrono::seconds(20);
+
+using testing::ChildProcess;
+using testing::Drain;
+
+struct Processes {
+  std::unique_ptr<ChildProcess> dispatcher;
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::string address;
+
+  // Whether every process printed its "listening on" line.
+  bool Start(int num_workers) {
+    dispatcher =
+        std::make_unique<ChildProcess>(SLUICE_CLI_PATH, std::vector<std::string>{"dispatcher", "--port", "0"},
+                                       testing_util::TempPath("dispatcher.err"));
+    std::optional<std::string> line = dispatcher->ReadLine(kStartup);
+    if (!line || !absl::StartsWith(*line, "listening on ")) {
+      ADD_FAILURE() << "dispatcher: " << line.value_or("(no line)") << "\n" << dispatcher->Stderr();
+      return false;
+    }
+    address = line->substr(std::string("listening on ").size());
+    for (int i = 0; i < num_workers; ++i) {
+      workers.push_back(std::make_unique<ChildProcess>(
+          SLUICE_CLI_PATH, std::vector<std::string>{"worker", "--dispatcher", address, "--port", "0"},
+          testing_util::TempPath(absl::StrCat("worker", i, ".err"))));
+      std::optional<std::string> ready = workers.back()->ReadLine(kStartup);
+      if (!ready || !absl::StartsWith(*ready, "listening on ")) {
+        ADD_FAILURE() << "worker: " << ready.value_or("(no line)") << "\n" << workers.back()->Stderr();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // SIGTERM to the workers, then (once they exited) to the dispatcher; each exits 0 within the bound.
+  // In this order each worker's goodbye reaches a live dispatcher.
+  void StopAll() {
+    for (auto& worker : workers) worker->Signal(SIGTERM);
+    for (auto& worker : workers) {
+      EXPECT_EQ(worker->Wait(kExit), std::optional<int>(0)) << worker->Stderr();
+    }
+    dispatcher->Signal(SIGTERM);
+    EXPECT_EQ(dispatcher->Wait(kExit), std::optional<int>(0)) << dispatcher->Stderr();
+  }
+
+  ServiceOptions Options(ProcessingMode mode, std::string job_name = "") const {
+    ServiceOptions options;
+    options.processing_mode = mode;
+    options.dispatcher_address = address;
+    options.job_name = std::move(job_name);
+    return options;
+  }
+};
+
+TEST(ServiceProcessesTest, DistributedEpochAcrossProcessesYieldsEachElementOnce) {
+  Processes processes;
+  ASSERT_TRUE(processes.Start(2));
+  testing::Drained<int64_t> got = Drain(
+      Range(10000).Batch(100).Unbatch().Distribute(processes.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::sort(got.values.begin(), got.values.end());
+  ASSERT_EQ(got.values.size(), 10000u);
+  for (int64_t i = 0; i < 10000; ++i) ASSERT_EQ(got.values[i], i);
+  processes.StopAll();
+  EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "joined")) << processes.dispatcher->Stderr();
+  EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "created")) << processes.dispatcher->Stderr();
+  EXPECT_TRUE(absl::StrContains(processes.dispatcher->Stderr(), "left (stopping)"))
+      << processes.dispatcher->Stderr();
+}
+
+TEST(ServiceProcessesTest, TheStockWorkerNamesARegistrationItLacks) {
+  Processes processes;
+  ASSERT_TRUE(processes.Start(1));
+  testing::Drained<int64_t> got = Drain(Range(3)
+                                            .Map(service_processes_test::kTrainerOnly)
+                                            .Distribute(processes.Options(ProcessingMode::kParallelEpochs)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.values.empty());
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_NE(got.errors[0].message().find("service_processes_test.trainer_only"), std::string::npos)
+      << got.errors[0];
+  processes.StopAll();
+}
+
+TEST(ServiceProcessesTest, ProcessesExitCleanlyOnSigtermWithAClientConnected) {
+  Processes processes;
+  ASSERT_TRUE(processes.Start(1));
+  Iterator<int64_t> it = Range(0, kEndless)
+                             .Distribute(processes.Options(ProcessingMode::kParallelEpochs))
+                             .MakeIterator();
+  testing::Drained<int64_t> some = testing::DrainIterator(it, 100);
+  EXPECT_EQ(some.values.size(), 100u);
+  processes.StopAll();  // the iterator is still connected to both
+  testing::Drained<int64_t> rest = testing::DrainIterator(it, 1000000);
+  EXPECT_TRUE(rest.ended);
+  EXPECT_FALSE(rest.errors.empty());
+}
+
+#else
+TEST(ServiceProcessesTest, NeedsTheSluiceBinary) { GTEST_SKIP() << "built without SLUICE_CLI_PATH"; }
+#endif
+
+}  // namespace
+}  // namespace sluice::service
