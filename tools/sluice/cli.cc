@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/version.h"
+#include "tools/sluice/bench_command.h"
 #include "tools/sluice/convert.h"
 #include "tools/sluice/graph_command.h"
 #include "tools/sluice/inspect.h"
@@ -17,7 +18,7 @@
 namespace sluice::tools {
 namespace {
 
-constexpr const char* kCommands[] = {"inspect", "convert", "graph", "help"};
+constexpr const char* kCommands[] = {"inspect", "convert", "graph", "bench", "help"};
 
 // CLI11 check functions: "" when the value is fine, else the message.
 std::string CheckCompression(const std::string& value, bool allow_auto) {
@@ -158,6 +159,8 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CLI::App* convert = AddConvert(app, &convert_flags);
   std::string graph_file;
   CLI::App* graph = AddGraph(app, &graph_file);
+  BenchOptions bench_options;
+  CLI::App* bench = AddBench(app, &bench_options);
   // Listed for the help text; run below, before CLI11, which would take `help convert` for two commands.
   app.add_subcommand("help", "show this message, or 'sluice help COMMAND' for one command");
 
@@ -168,7 +171,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const std::string& first = args.front();
   if (!first.starts_with("-") &&
       std::find(std::begin(kCommands), std::end(kCommands), first) == std::end(kCommands)) {
-    err << "sluice: unknown command \"" << first << "\" (commands: inspect, convert, graph, help)\n"
+    err << "sluice: unknown command \"" << first << "\" (commands: inspect, convert, graph, bench, help)\n"
         << "Run 'sluice help' for usage.\n";
     return kUsageError;
   }
@@ -182,16 +185,16 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
       err << "sluice help: takes one COMMAND, got " << args.size() - 1 << " arguments\n";
       return kUsageError;
     }
-    if (topic == "inspect" || topic == "convert" || topic == "graph") {
+    if (topic == "inspect" || topic == "convert" || topic == "graph" || topic == "bench") {
       out << app.get_subcommand(topic)->help(app.get_name());
       return 0;
     }
     if (topic == "help" || topic == "--help" || topic == "-h") {
       out << "Usage: sluice help [COMMAND]\nShows the commands, or the options of COMMAND (inspect, "
-             "convert, graph).\n";
+             "convert, graph, bench).\n";
       return 0;
     }
-    err << "sluice help: unknown command \"" << topic << "\" (commands: inspect, convert, graph, help)\n";
+    err << "sluice help: unknown command \"" << topic << "\" (commands: inspect, convert, graph, bench, help)\n";
     return kUsageError;
   }
   try {
@@ -226,6 +229,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return RunConvert(options, out, err);
   }
   if (graph->parsed()) return RunGraph(graph_file, out, err, stdin_fd);
+  if (bench->parsed()) return RunBench(bench_options, out, err);
   err << TopLevelHelp(app);
   return kUsageError;
 }
