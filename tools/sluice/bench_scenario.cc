@@ -72,7 +72,7 @@ ScopedTempDir::~ScopedTempDir() {
 
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario>* const scenarios = [] {
-    auto* list = new std::vector<Scenario>{ScanScenario()};
+    auto* list = new std::vector<Scenario>{ScanScenario(), PipelineScenario()};
     Scenario service;
     service.name = "service";
     service.description = "data service loopback throughput vs iperf3, and Next() latency";

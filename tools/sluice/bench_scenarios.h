@@ -8,6 +8,7 @@
 namespace sluice::tools {
 
 Scenario ScanScenario();
+Scenario PipelineScenario();
 
 }  // namespace sluice::tools
 
