@@ -129,7 +129,8 @@ class FashionMnistRecords(IterableDataset):
                 if len(image) != IMAGE_SIZE:
                     raise ValueError(f"{path}: image has {len(image)} bytes, expected {IMAGE_SIZE}")
                 pixels = np.frombuffer(image, dtype=np.uint8).astype(np.float32)
-                pixels = (pixels * np.float32(1.0 / 255.0) - np.float32(PIXEL_MEAN)) * np.float32(1.0 / PIXEL_STD)
+                pixels = (pixels * np.float32(1.0 / 255.0) - np.float32(PIXEL_MEAN)) * np.float32(
+                    1.0 / PIXEL_STD)
                 item = (torch.from_numpy(pixels), feature["label"].int64_list.value[0])
                 if len(buffer) < capacity:
                     buffer.append(item)

@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/sluice/bench_json.h"
 #include "tools/sluice/bench_process.h"
 #include "tools/sluice/bench_report.h"
 #include "tools/sluice/bench_scenario.h"
@@ -154,6 +155,10 @@ int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) 
   if (results.empty()) return status == 0 ? 1 : status;
 
   const std::string json = BenchJson(results);
+  if (std::string error; !IsWellFormedJson(json, &error)) {
+    err << "sluice bench: internal error: the JSON report is malformed (" << error << ")\n";
+    return 1;
+  }
   std::string json_file = options.json_file;
   std::optional<ScopedTempDir> plot_dir;
   if (json_file.empty() && !options.plot_file.empty()) {

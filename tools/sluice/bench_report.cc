@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sluice/version.h"
+#include "tools/sluice/bench_json.h"
 #include "tools/sluice/bench_stats.h"
 
 namespace sluice::tools {
@@ -24,41 +25,6 @@ std::string Num(double v) {
   if (a >= 100) return absl::StrFormat("%.0f", v);
   if (a >= 10) return absl::StrFormat("%.1f", v);
   return absl::StrFormat("%.3f", v);
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.9g", v) : "null"; }
-
-std::string JsonNumbers(const std::vector<double>& values) {
-  std::vector<std::string> parts;
-  for (double v : values) parts.push_back(JsonNumber(v));
-  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
 std::string UtcNow() {

@@ -1,0 +1,178 @@
+// `sluice bench`: usage errors, a missing baseline tool, and tiny real runs that produce sane JSON.
+// No timing is asserted: only that every side ran and reported positive figures.
+#include "tools/sluice/bench_command.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+#include "tools/sluice/bench_json.h"
+#include "tools/sluice/bench_process.h"
+#include "tools/sluice/cli.h"
+
+namespace sluice::tools {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+CliRun Cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliRun run;
+  run.status = RunSluice(args, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+CliRun Bench(const BenchOptions& options) {
+  std::ostringstream out, err;
+  CliRun run;
+  run.status = RunBench(options, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An empty folder for generated data; the scenario must leave it empty.
+std::string WorkDir(const std::string& name) {
+  const std::string dir = testing_util::TempPath(name);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+bool IsEmptyDir(const std::string& dir) { return std::filesystem::is_empty(dir); }
+
+TEST(BenchCommandTest, UsageErrorsExitTwoWithTheReason) {
+  CliRun run = Cli({"bench", "nope"});
+  EXPECT_EQ(run.status, kUsageError);
+  EXPECT_TRUE(Has(run.err, "unknown scenario \"nope\"")) << run.err;
+  EXPECT_TRUE(Has(run.err, "scan")) << run.err;
+
+  run = Cli({"bench"});
+  EXPECT_EQ(run.status, kUsageError);
+  EXPECT_TRUE(Has(run.err, "SCENARIO")) << run.err;
+
+  run = Cli({"bench", "all", "--size", "10"});
+  EXPECT_EQ(run.status, kUsageError);
+  EXPECT_TRUE(Has(run.err, "--size cannot be used with all")) << run.err;
+
+  run = Cli({"bench", "scan", "--repeat", "0"});
+  EXPECT_EQ(run.status, kUsageError);
+  EXPECT_TRUE(Has(run.err, "--repeat")) << run.err;
+
+  run = Cli({"bench", "scan", "--size", "-3"});
+  EXPECT_EQ(run.status, kUsageError);
+
+  run = Cli({"bench", "service"});
+  EXPECT_EQ(run.status, kUsageError);
+  EXPECT_TRUE(Has(run.err, "not available yet")) << run.err;
+
+  run = Cli({"help", "bench"});
+  EXPECT_EQ(run.status, 0);
+  EXPECT_TRUE(Has(run.out, "pipeline")) << run.out;
+}
+
+TEST(BenchCommandTest, AMissingBaselineToolIsNamedWithItsInstallAndNoFigureIsPrinted) {
+  BenchOptions options;
+  options.scenario = "scan";
+  options.size = 1;
+  options.repeat = 1;
+  options.path = "/nonexistent-bin";
+  options.work_dir = WorkDir("bench_nofio");
+  CliRun run = Bench(options);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.err, "fio not found on PATH")) << run.err;
+  EXPECT_TRUE(Has(run.err, "scripts/install-bench-deps")) << run.err;
+  EXPECT_FALSE(Has(run.out, "GB/s")) << run.out;
+
+  options.scenario = "pipeline";
+  options.python = "/nonexistent-bin/python3";
+  run = Bench(options);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.err, "/nonexistent-bin/python3 not found")) << run.err;
+  EXPECT_FALSE(Has(run.out, "samples/s")) << run.out;
+  EXPECT_TRUE(IsEmptyDir(options.work_dir));
+}
+
+TEST(BenchCommandTest, FindToolSearchesEachPathEntry) {
+  absl::StatusOr<std::string> sh = FindTool("sh", "/nonexistent:/bin:/usr/bin", "");
+  ASSERT_TRUE(sh.ok()) << sh.status();
+  EXPECT_TRUE(sh->ends_with("/sh")) << *sh;
+  EXPECT_EQ(FindTool("sh", "", "apt-get install dash").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(BenchCommandTest, RunProcessReportsOutputExitAndCpu) {
+  absl::StatusOr<ProcessResult> r = RunProcess({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+  EXPECT_GT(r->peak_rss_bytes, 0u);
+  r = RunProcess({"/bin/sh", "-c", "sleep 5"}, {.timeout_seconds = 0.2, .sample_ms = 20});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// Every case has its sides in order, each with `repeat` positive samples, and a ratio per baseline.
+void ExpectSaneJson(const std::string& json, const std::vector<std::string>& sides) {
+  std::string error;
+  ASSERT_TRUE(IsWellFormedJson(json, &error)) << error << "\n" << json;
+  size_t at = 0;
+  for (const std::string& side : sides) {
+    at = json.find("{\"name\":\"" + side + "\",\"samples\":[", at);
+    ASSERT_NE(at, std::string::npos) << side << " missing in " << json;
+    const size_t first = json.find('[', at) + 1;
+    EXPECT_GT(std::strtod(json.c_str() + first, nullptr), 0.0) << side << ": no positive figure in " << json;
+  }
+  EXPECT_TRUE(Has(json, "\"ratios\":{\"" + sides[1] + "\":")) << json;
+}
+
+TEST(BenchCommandTest, TinyScanWritesSaneJsonAndCleansUp) {
+  BenchOptions options;
+  options.scenario = "scan";
+  options.size = 1;
+  options.repeat = 1;
+  options.work_dir = WorkDir("bench_scan");
+  options.json_file = testing_util::TempPath("bench_scan.json");
+  CliRun run = Bench(options);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(Has(run.out, "rec100 page cache")) << run.out;
+  EXPECT_TRUE(Has(run.out, "rec100k page cache")) << run.out;
+  const std::string json = testing_util::ReadWholeFile(options.json_file);
+  ExpectSaneJson(json, {"sluice", "fio", "dd"});
+  EXPECT_TRUE(Has(json, "\"scenario\":\"scan\"")) << json;
+  EXPECT_TRUE(IsEmptyDir(options.work_dir));
+}
+
+TEST(BenchCommandTest, TinyPipelineAgainstPyTorchWhereItIsInstalled) {
+  absl::StatusOr<ProcessResult> probe =
+      RunProcess({"/usr/bin/python3", "-c", "import torch, numpy, crc32c, google.protobuf"});
+  if (!probe.ok() || probe->exit_code != 0) {
+    GTEST_SKIP() << "python3-torch, python3-protobuf or python3-crc32c missing (scripts/install-bench-deps)";
+  }
+  BenchOptions options;
+  options.scenario = "pipeline";
+  options.size = 600;
+  options.repeat = 1;
+  options.threads = 1;
+  options.work_dir = WorkDir("bench_pipeline");
+  options.json_file = testing_util::TempPath("bench_pipeline.json");
+  CliRun run = Bench(options);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string json = testing_util::ReadWholeFile(options.json_file);
+  ExpectSaneJson(json, {"sluice", "pytorch"});
+  EXPECT_TRUE(Has(json, "\"peak_rss_MiB\":{\"samples\":[")) << json;
+  EXPECT_TRUE(Has(run.out, "600 examples per run")) << run.out;
+  EXPECT_TRUE(IsEmptyDir(options.work_dir));
+}
+
+}  // namespace
+}  // namespace sluice::tools
