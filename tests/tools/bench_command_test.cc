@@ -174,5 +174,41 @@ TEST(BenchCommandTest, TinyPipelineAgainstPyTorchWhereItIsInstalled) {
   EXPECT_TRUE(IsEmptyDir(options.work_dir));
 }
 
+struct TinyRun {
+  std::string scenario;
+  int64_t size;
+  std::vector<std::string> sides;
+  std::vector<std::string> cases;
+};
+
+class TinyInProcessScenarioTest : public ::testing::TestWithParam<TinyRun> {};
+
+TEST_P(TinyInProcessScenarioTest, WritesSaneJsonWithEveryCase) {
+  const TinyRun& tiny = GetParam();
+  BenchOptions options;
+  options.scenario = tiny.scenario;
+  options.size = tiny.size;
+  options.repeat = 2;
+  options.threads = 2;
+  options.json_file = testing_util::TempPath("bench_" + tiny.sides[1].substr(0, 4) + ".json");
+  CliRun run = Bench(options);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string json = testing_util::ReadWholeFile(options.json_file);
+  ExpectSaneJson(json, tiny.sides);
+  for (const std::string& name : tiny.cases) {
+    EXPECT_TRUE(Has(json, "{\"name\":\"" + name + "\"")) << name << " missing in " << json;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, TinyInProcessScenarioTest,
+    ::testing::Values(
+        TinyRun{"overhead", 10000, {"sluice", "hand loop"}, {"Range->Map", "Range->Map->Filter->Batch"}},
+        TinyRun{"parallel-map",
+                40,
+                {"sluice", "std::thread"},
+                {"sequential Map", "det, 1 threads", "nondet, 2 threads"}},
+        TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}}));
+
 }  // namespace
 }  // namespace sluice::tools

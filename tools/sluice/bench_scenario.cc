@@ -72,7 +72,8 @@ ScopedTempDir::~ScopedTempDir() {
 
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario>* const scenarios = [] {
-    auto* list = new std::vector<Scenario>{ScanScenario(), PipelineScenario()};
+    auto* list = new std::vector<Scenario>{ScanScenario(), PipelineScenario(), OverheadScenario(),
+                                           ParallelMapScenario(), FanoutScenario()};
     Scenario service;
     service.name = "service";
     service.description = "data service loopback throughput vs iperf3, and Next() latency";

@@ -9,6 +9,9 @@ namespace sluice::tools {
 
 Scenario ScanScenario();
 Scenario PipelineScenario();
+Scenario OverheadScenario();
+Scenario ParallelMapScenario();
+Scenario FanoutScenario();
 
 }  // namespace sluice::tools
 
