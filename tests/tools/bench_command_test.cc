@@ -4,13 +4,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/test_util.h"
-#include "tools/sluice/bench_json.h"
 #include "tools/sluice/bench_process.h"
 #include "tools/sluice/cli.h"
 
@@ -121,18 +123,44 @@ TEST(BenchCommandTest, RunProcessReportsOutputExitAndCpu) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
-// Every case has its sides in order, each with `repeat` positive samples, and a ratio per baseline.
-void ExpectSaneJson(const std::string& json, const std::vector<std::string>& sides) {
-  std::string error;
-  ASSERT_TRUE(IsWellFormedJson(json, &error)) << error << "\n" << json;
-  size_t at = 0;
-  for (const std::string& side : sides) {
-    at = json.find("{\"name\":\"" + side + "\",\"samples\":[", at);
-    ASSERT_NE(at, std::string::npos) << side << " missing in " << json;
-    const size_t first = json.find('[', at) + 1;
-    EXPECT_GT(std::strtod(json.c_str() + first, nullptr), 0.0) << side << ": no positive figure in " << json;
+// One scenario in the document. Every case has sluice first and at least one baseline, its sides among
+// `sides` (together they show every one), each with `repeat` positive samples, and a ratio per baseline.
+// Returns the scenario's object (null when the document is unusable).
+nlohmann::json ExpectSaneJson(const std::string& text, const std::vector<std::string>& sides, size_t repeat) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(doc.is_discarded()) << text;
+  if (doc.is_discarded() || doc["scenarios"].size() != 1) return nullptr;
+  const nlohmann::json& scenario = doc["scenarios"][0];
+  EXPECT_FALSE(scenario["cases"].empty()) << text;
+  std::set<std::string> seen;
+  for (const nlohmann::json& c : scenario["cases"]) {
+    EXPECT_GE(c["sides"].size(), 2u) << c.dump();
+    for (size_t i = 0; i < c["sides"].size(); ++i) {
+      const nlohmann::json& side = c["sides"][i];
+      const std::string name = side["name"];
+      seen.insert(name);
+      if (i == 0) {
+        EXPECT_EQ(name, "sluice") << c.dump();
+      }
+      EXPECT_THAT(sides, ::testing::Contains(name)) << c.dump();
+      EXPECT_EQ(side["samples"].size(), repeat) << c.dump();
+      for (const nlohmann::json& sample : side["samples"]) {
+        EXPECT_TRUE(sample.is_number() && sample.get<double>() > 0) << c.dump();
+      }
+      if (i > 0) {
+        EXPECT_TRUE(c["ratios"][name].is_number()) << c.dump();
+      }
+    }
   }
-  EXPECT_TRUE(Has(json, "\"ratios\":{\"" + sides[1] + "\":")) << json;
+  EXPECT_EQ(seen, std::set<std::string>(sides.begin(), sides.end())) << text;
+  return scenario;
+}
+
+std::vector<std::string> CaseNames(const nlohmann::json& scenario) {
+  std::vector<std::string> names;
+  if (scenario.is_null()) return names;
+  for (const nlohmann::json& c : scenario["cases"]) names.push_back(c["name"]);
+  return names;
 }
 
 TEST(BenchCommandTest, TinyScanWritesSaneJsonAndCleansUp) {
@@ -147,8 +175,11 @@ TEST(BenchCommandTest, TinyScanWritesSaneJsonAndCleansUp) {
   EXPECT_TRUE(Has(run.out, "rec100 page cache")) << run.out;
   EXPECT_TRUE(Has(run.out, "rec100k page cache")) << run.out;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
-  ExpectSaneJson(json, {"sluice", "fio", "dd"});
-  EXPECT_TRUE(Has(json, "\"scenario\":\"scan\"")) << json;
+  const nlohmann::json scenario = ExpectSaneJson(json, {"sluice", "fio", "dd"}, 1);
+  std::vector<std::string> cases = CaseNames(scenario);
+  ASSERT_GE(cases.size(), 3u) << json;
+  cases.resize(3);  // the O_DIRECT case depends on the filesystem
+  EXPECT_THAT(cases, ::testing::ElementsAre("rec100 page cache", "rec1k page cache", "rec100k page cache"));
   EXPECT_TRUE(IsEmptyDir(options.work_dir));
 }
 
@@ -168,8 +199,12 @@ TEST(BenchCommandTest, TinyPipelineAgainstPyTorchWhereItIsInstalled) {
   CliRun run = Bench(options);
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
-  ExpectSaneJson(json, {"sluice", "pytorch"});
-  EXPECT_TRUE(Has(json, "\"peak_rss_MiB\":{\"samples\":[")) << json;
+  const nlohmann::json scenario = ExpectSaneJson(json, {"sluice", "pytorch"}, 1);
+  ASSERT_FALSE(scenario.is_null());
+  for (const nlohmann::json& side : scenario["cases"][0]["sides"]) {
+    EXPECT_GT(side["extra"]["peak_rss_MiB"]["median"].get<double>(), 0) << side.dump();
+    EXPECT_GT(side["extra"]["cpu_us/sample"]["median"].get<double>(), 0) << side.dump();
+  }
   EXPECT_TRUE(Has(run.out, "600 examples per run")) << run.out;
   EXPECT_TRUE(IsEmptyDir(options.work_dir));
 }
@@ -190,14 +225,12 @@ TEST_P(TinyInProcessScenarioTest, WritesSaneJsonWithEveryCase) {
   options.size = tiny.size;
   options.repeat = 2;
   options.threads = 2;
-  options.json_file = testing_util::TempPath("bench_" + tiny.sides[1].substr(0, 4) + ".json");
+  options.json_file = testing_util::TempPath("bench_" + tiny.scenario + ".json");
   CliRun run = Bench(options);
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
-  ExpectSaneJson(json, tiny.sides);
-  for (const std::string& name : tiny.cases) {
-    EXPECT_TRUE(Has(json, "{\"name\":\"" + name + "\"")) << name << " missing in " << json;
-  }
+  const std::vector<std::string> cases = CaseNames(ExpectSaneJson(json, tiny.sides, 2));
+  for (const std::string& name : tiny.cases) EXPECT_THAT(cases, ::testing::Contains(name)) << json;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -206,9 +239,29 @@ INSTANTIATE_TEST_SUITE_P(
         TinyRun{"overhead", 10000, {"sluice", "hand loop"}, {"Range->Map", "Range->Map->Filter->Batch"}},
         TinyRun{"parallel-map",
                 40,
-                {"sluice", "std::thread"},
+                {"sluice", "hand loop", "std::thread"},
                 {"sequential Map", "det, 1 threads", "nondet, 2 threads"}},
         TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}}));
+
+TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {
+  absl::StatusOr<ProcessResult> probe = RunProcess({"/usr/bin/python3", "-c", "import matplotlib"});
+  if (!probe.ok() || probe->exit_code != 0) {
+    GTEST_SKIP() << "python3-matplotlib missing (scripts/install-bench-deps)";
+  }
+  BenchOptions options;
+  options.scenario = "fanout";
+  options.size = 50;
+  options.repeat = 1;
+  options.plot_file = testing_util::TempPath("bench_plot.png");
+  CliRun run = Bench(options);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(testing_util::ReadWholeFile(options.plot_file).starts_with("\x89PNG\r\n")) << run.err;
+
+  options.python = "/nonexistent-bin/python3";
+  run = Bench(options);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.err, "--plot: /nonexistent-bin/python3 not found")) << run.err;
+}
 
 }  // namespace
 }  // namespace sluice::tools

@@ -11,12 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "sluice/version.h"
-#include "tools/sluice/bench_json.h"
 #include "tools/sluice/bench_stats.h"
 
 namespace sluice::tools {
 namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
 
 std::string Num(double v) {
   if (!std::isfinite(v)) return "-";
@@ -99,58 +101,56 @@ void PrintTable(const ScenarioResult& result, std::ostream& out) {
 }
 
 std::string BenchJson(const std::vector<ScenarioResult>& results) {
-  std::string json = absl::StrCat(
-      "{\"tool\":\"sluice bench\",\"version\":", JsonString(SLUICE_VERSION_STRING),
-      ",\"date\":", JsonString(UtcNow()), ",\"machine\":{\"cores\":", std::thread::hardware_concurrency(),
-      ",\"load_average\":", JsonString(LoadAverage()), ",\"kernel\":", JsonString(Kernel()),
-      "},\"scenarios\":[");
-  for (size_t r = 0; r < results.size(); ++r) {
-    const ScenarioResult& result = results[r];
-    if (r > 0) json += ",";
-    absl::StrAppend(&json, "{\"scenario\":", JsonString(result.scenario), ",\"parameters\":{");
-    for (size_t i = 0; i < result.parameters.size(); ++i) {
-      absl::StrAppend(&json, i > 0 ? "," : "", JsonString(result.parameters[i].first), ":",
-                      JsonString(result.parameters[i].second));
-    }
-    json += "},\"notes\":[";
-    for (size_t i = 0; i < result.notes.size(); ++i) {
-      absl::StrAppend(&json, i > 0 ? "," : "", JsonString(result.notes[i]));
-    }
-    json += "],\"cases\":[";
-    for (size_t ci = 0; ci < result.cases.size(); ++ci) {
-      const CaseResult& c = result.cases[ci];
-      absl::StrAppend(&json, ci > 0 ? "," : "", "{\"name\":", JsonString(c.name),
-                      ",\"metric\":", JsonString(c.metric),
-                      ",\"higher_is_better\":", c.higher_is_better ? "true" : "false",
-                      ",\"x_label\":", JsonString(c.x_label), ",\"x\":", JsonNumber(c.x),
-                      ",\"note\":", JsonString(c.note), ",\"sides\":[");
-      for (size_t si = 0; si < c.sides.size(); ++si) {
-        const SideResult& side = c.sides[si];
+  // nlohmann writes NaN and infinities as null, which JSON readers accept.
+  Json doc = {{"tool", "sluice bench"},
+              {"version", SLUICE_VERSION_STRING},
+              {"date", UtcNow()},
+              {"machine",
+               {{"cores", std::thread::hardware_concurrency()},
+                {"load_average", LoadAverage()},
+                {"kernel", Kernel()}}},
+              {"scenarios", Json::array()}};
+  for (const ScenarioResult& result : results) {
+    Json parameters = Json::object();
+    for (const auto& [key, value] : result.parameters) parameters[key] = value;
+    Json cases = Json::array();
+    for (const CaseResult& c : result.cases) {
+      Json sides = Json::array();
+      for (const SideResult& side : c.sides) {
         const Summary s = Summarize(side.samples);
-        absl::StrAppend(&json, si > 0 ? "," : "", "{\"name\":", JsonString(side.name),
-                        ",\"samples\":", JsonNumbers(side.samples), ",\"median\":", JsonNumber(s.median),
-                        ",\"min\":", JsonNumber(s.min), ",\"max\":", JsonNumber(s.max),
-                        ",\"q1\":", JsonNumber(s.q1), ",\"q3\":", JsonNumber(s.q3), ",\"extra\":{");
-        bool first = true;
+        Json extra = Json::object();
         for (const auto& [key, values] : side.extra) {
-          absl::StrAppend(&json, first ? "" : ",", JsonString(key), ":{\"samples\":", JsonNumbers(values),
-                          ",\"median\":", JsonNumber(Summarize(values).median), "}");
-          first = false;
+          extra[key] = {{"samples", values}, {"median", Summarize(values).median}};
         }
-        json += "}}";
+        sides.push_back({{"name", side.name},
+                         {"samples", side.samples},
+                         {"median", s.median},
+                         {"min", s.min},
+                         {"max", s.max},
+                         {"q1", s.q1},
+                         {"q3", s.q3},
+                         {"extra", extra}});
       }
-      json += "],\"ratios\":{";
-      for (size_t si = 1; si < c.sides.size(); ++si) {
-        std::optional<double> ratio = CaseRatio(c, si);
-        absl::StrAppend(&json, si > 1 ? "," : "", JsonString(c.sides[si].name), ":",
-                        ratio ? JsonNumber(*ratio) : "null");
+      Json ratios = Json::object();
+      for (size_t i = 1; i < c.sides.size(); ++i) {
+        std::optional<double> ratio = CaseRatio(c, i);
+        ratios[c.sides[i].name] = ratio ? Json(*ratio) : Json(nullptr);
       }
-      json += "}}";
+      cases.push_back({{"name", c.name},
+                       {"metric", c.metric},
+                       {"higher_is_better", c.higher_is_better},
+                       {"x_label", c.x_label},
+                       {"x", c.x},
+                       {"note", c.note},
+                       {"sides", sides},
+                       {"ratios", ratios}});
     }
-    json += "]}";
+    doc["scenarios"].push_back({{"scenario", result.scenario},
+                                {"parameters", parameters},
+                                {"notes", result.notes},
+                                {"cases", cases}});
   }
-  json += "]}\n";
-  return json;
+  return doc.dump(1) + "\n";
 }
 
 }  // namespace sluice::tools

@@ -9,7 +9,7 @@
 // "kernel"}, "scenarios": [{"scenario", "parameters": {...}, "notes": [...], "cases": [{"name", "metric",
 // "higher_is_better", "x_label", "x", "note", "sides": [{"name", "samples": [...], "median", "min", "max",
 // "q1", "q3", "extra": {NAME: {"samples", "median"}}}], "ratios": {BASELINE: number|null}}]}]}.
-// Non-finite numbers are written as null.
+// Non-finite numbers are written as null. Indented by one space per level, so a diff of two runs reads.
 #ifndef SLUICE_TOOLS_SLUICE_BENCH_REPORT_H_
 #define SLUICE_TOOLS_SLUICE_BENCH_REPORT_H_
 
