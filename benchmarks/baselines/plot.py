@@ -32,18 +32,18 @@ def main():
             for side in case["sides"]:
                 if side["name"] not in sides:
                     sides.append(side["name"])
-        width = 0.8 / len(sides)
-        for k, name in enumerate(sides):
-            xs, medians, low, high = [], [], [], []
-            for i, case in enumerate(cases):
-                side = next((s for s in case["sides"] if s["name"] == name), None)
-                if side is None or side["median"] is None:
-                    continue
-                xs.append(i + (k - (len(sides) - 1) / 2) * width)
-                medians.append(side["median"])
-                low.append(side["median"] - side["min"])
-                high.append(side["max"] - side["median"])
-            ax.bar(xs, medians, width, yerr=[low, high], capsize=3, label=name)
+        colors = {name: f"C{k}" for k, name in enumerate(sides)}
+        labelled = set()
+        for i, case in enumerate(cases):
+            present = [s for s in case["sides"] if s["median"] is not None]
+            width = 0.8 / max(1, len(present))
+            for k, side in enumerate(present):
+                x = i + (k - (len(present) - 1) / 2) * width
+                low, high = side["median"] - side["min"], side["max"] - side["median"]
+                label = side["name"] if side["name"] not in labelled else None
+                labelled.add(side["name"])
+                ax.bar([x], [side["median"]], width, yerr=[[low], [high]], capsize=3, color=colors[side["name"]],
+                       label=label)
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels([c["name"] for c in cases], rotation=12, fontsize=8)
         metrics = sorted({c["metric"] for c in cases})
@@ -55,7 +55,7 @@ def main():
     machine = doc.get("machine", {})
     fig.suptitle(f"sluice bench {doc.get('date', '')}, {machine.get('cores', '?')} cores, "
                  f"load {machine.get('load_average', '?')}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))  # room for the title
     fig.savefig(sys.argv[2], dpi=110)
     return 0
 

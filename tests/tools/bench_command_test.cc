@@ -240,7 +240,7 @@ INSTANTIATE_TEST_SUITE_P(
         TinyRun{"parallel-map",
                 40,
                 {"sluice", "hand loop", "std::thread"},
-                {"sequential Map", "det, 1 threads", "nondet, 2 threads"}},
+                {"sequential Map", "det, 1 thread", "nondet, 2 threads"}},
         TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}}));
 
 TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {

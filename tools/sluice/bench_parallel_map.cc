@@ -109,7 +109,8 @@ absl::StatusOr<ScenarioResult> RunParallelMap(const BenchConfig& config) {
   for (int threads : counts) {
     for (bool deterministic : {true, false}) {
       CaseResult c;
-      c.name = absl::StrCat(deterministic ? "det" : "nondet", ", ", threads, " threads");
+      c.name = absl::StrCat(deterministic ? "det" : "nondet", ", ", threads,
+                            threads == 1 ? " thread" : " threads");
       c.metric = "elements/s";
       c.x_label = "threads";
       c.x = threads;

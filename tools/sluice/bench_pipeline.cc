@@ -283,7 +283,7 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
     return warm.status();
 
   CaseResult c;
-  c.name = absl::StrCat("fashion-mnist ", threads, " thr");
+  c.name = absl::StrCat("quick start, ", threads, threads == 1 ? " thread" : " threads");
   c.metric = "samples/s";
   c.x_label = "threads";
   c.x = threads;
