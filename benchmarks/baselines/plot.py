@@ -42,8 +42,8 @@ def main():
                 low, high = side["median"] - side["min"], side["max"] - side["median"]
                 label = side["name"] if side["name"] not in labelled else None
                 labelled.add(side["name"])
-                ax.bar([x], [side["median"]], width, yerr=[[low], [high]], capsize=3, color=colors[side["name"]],
-                       label=label)
+                ax.bar([x], [side["median"]], width, yerr=[[low], [high]], capsize=3,
+                       color=colors[side["name"]], label=label)
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels([c["name"] for c in cases], rotation=12, fontsize=8)
         metrics = sorted({c["metric"] for c in cases})

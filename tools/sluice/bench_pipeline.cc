@@ -1,15 +1,19 @@
 // `sluice bench pipeline`: the quick start's input pipeline (examples/fashion_mnist_trainer) against
 // PyTorch's DataLoader doing the same work (benchmarks/baselines/torch_pipeline.py), on the same shards,
 // with the same CPU budget: sluice runs on a private pool of --threads threads with the Map at --threads
-// calls (the Interleave is sequential: see kCycleLength); PyTorch runs --threads worker processes (one torch
-// thread each). Both: parse each tf.train.Example, decode the 784 pixels to standardised float32, shuffle
-// through 10,000 examples, batch 256. Reported per side: samples/s (the metric), peak RSS (sluice: this
-// process's VmHWM, reset before each run; PyTorch: its process tree's VmRSS summed, sampled every 20 ms) and
-// CPU time per sample. Both sides must deliver every example, or the run fails.
+// calls (the Interleave is sequential: see kCycleLength); PyTorch runs --threads worker processes (one
+// torch thread each). Both: parse each tf.train.Example, decode the 784 pixels to standardised float32,
+// shuffle through 10,000 examples, batch 256. A second case holds the same examples as fixed-size records
+// (a label byte and the pixels) in one file: sluice's FixedLengthRecords -> Map(decode) -> Shuffle ->
+// Batch against a map-style PyTorch Dataset over a NumPy memmap (benchmarks/baselines/torch_memmap.py,
+// shuffle=True). Reported per side: samples/s (the metric), peak RSS (sluice: this process's VmHWM, reset
+// before each run; PyTorch: its process tree's VmRSS summed, sampled every 20 ms) and CPU time per
+// sample. Both sides must deliver every example, or the run fails.
 //
 // Data: --data DIR (a folder of `sluice convert fashion-mnist` output: DIR/train-*.tfrecord); else
 // build/data/fashion-mnist when present and --size is not given; else --size examples (default 60,000)
-// generated in the same shape (8 shards; random pixels) in a temporary folder removed afterwards.
+// generated in the same shape (8 shards; random pixels) in a temporary folder removed afterwards. The
+// fixed-size file is written from those examples into a temporary folder of its own.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -52,6 +57,7 @@ constexpr const char* kDefaultDataDir = "build/data/fashion-mnist";
 constexpr double kPythonTimeoutSeconds = 1800;
 
 using ImageLabel = std::pair<Tensor, int64_t>;
+constexpr int64_t kFixedRecordBytes = 1 + kImageSize;  // label byte, pixels
 
 struct OpenShard {
   Dataset<std::string> operator()(std::string path) const { return TFRecord({std::move(path)}); }
@@ -72,6 +78,22 @@ struct DecodeImage {
                (1.0f / kPixelStd);
     }
     return ImageLabel(std::move(pixels), example.fixed[1].data<int64_t>()[0]);
+  }
+};
+
+// A fixed-size record -> (standardised float pixels, label).
+struct DecodeFixed {
+  absl::StatusOr<ImageLabel> operator()(std::string record) const {
+    if (record.size() != static_cast<size_t>(kFixedRecordBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("record has ", record.size(), " bytes"));
+    }
+    Tensor pixels = Tensor::Empty(DType::kFloat32, Shape({kImageSize}));
+    float* out = pixels.data<float>();
+    for (int i = 0; i < kImageSize; ++i) {
+      out[i] = (static_cast<float>(static_cast<uint8_t>(record[1 + i])) * (1.0f / 255.0f) - kPixelMean) *
+               (1.0f / kPixelStd);
+    }
+    return ImageLabel(std::move(pixels), static_cast<uint8_t>(record[0]));
   }
 };
 
@@ -133,6 +155,28 @@ absl::StatusOr<std::vector<std::string>> ShardsIn(const std::string& dir) {
   return files;
 }
 
+// The examples of `files` as one file of fixed-size records, in file order.
+absl::Status WriteFixedRecords(const std::vector<std::string>& files, const std::string& out_path) {
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  auto it = FromVector(files).FlatMap(OpenShard{}).ParseExample(ImageLabelSpec()).MakeIterator();
+  std::string record(static_cast<size_t>(kFixedRecordBytes), '\0');
+  for (;;) {
+    auto example = it.NextBlocking();
+    if (!example.ok()) return example.status();
+    if (!example->has_value()) break;
+    const std::string& image = (*example)->fixed[0].data<std::string>()[0];
+    if (image.size() != static_cast<size_t>(kImageSize)) {
+      return absl::InvalidArgumentError(absl::StrCat("an image has ", image.size(), " bytes"));
+    }
+    record[0] = static_cast<char>((*example)->fixed[1].data<int64_t>()[0]);
+    std::memcpy(record.data() + 1, image.data(), image.size());
+    out.write(record.data(), static_cast<std::streamsize>(record.size()));
+  }
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", out_path));
+  return absl::OkStatus();
+}
+
 double CpuSeconds() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -142,17 +186,30 @@ double CpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-absl::StatusOr<Sample> SluicePipeline(const std::vector<std::string>& files, int threads,
-                                      int64_t* samples_out) {
+// The quick start's pipeline over TFRecord shards of Example.
+Dataset<std::pair<Tensor, Tensor>> QuickStart(const std::vector<std::string>& files, int threads) {
+  return FromVector(files)
+      .Interleave(OpenShard{}, kCycleLength, kBlockLength)
+      .ParseExample(ImageLabelSpec())
+      .Map(DecodeImage{}, threads, /*deterministic=*/true)
+      .Shuffle(kShuffleBuffer, kSeed)
+      .Batch(kBatchSize);
+}
+
+// The same decoding over one file of fixed-size records: a label byte, then the 784 pixels.
+Dataset<std::pair<Tensor, Tensor>> FixedSize(const std::string& file, int threads) {
+  return FixedLengthRecords({file}, kFixedRecordBytes)
+      .Map(DecodeFixed{}, threads, /*deterministic=*/true)
+      .Shuffle(kShuffleBuffer, kSeed)
+      .Batch(kBatchSize);
+}
+
+// Drains `pipeline` on a private pool of `threads`, timing from MakeIterator to the last batch.
+absl::StatusOr<Sample> SluiceRun(const Dataset<std::pair<Tensor, Tensor>>& pipeline, int threads,
+                                 int64_t* samples_out) {
   ResetSelfPeakRss();
   const double cpu_start = CpuSeconds();
   const auto start = std::chrono::steady_clock::now();
-  auto pipeline = FromVector(files)
-                      .Interleave(OpenShard{}, kCycleLength, kBlockLength)
-                      .ParseExample(ImageLabelSpec())
-                      .Map(DecodeImage{}, threads, /*deterministic=*/true)
-                      .Shuffle(kShuffleBuffer, kSeed)
-                      .Batch(kBatchSize);
   Options options;
   options.thread_pool_size = threads;
   auto it = pipeline.MakeIterator(options);
@@ -179,7 +236,18 @@ absl::StatusOr<Sample> SluicePipeline(const std::vector<std::string>& files, int
   return sample;
 }
 
-// A number from torch_pipeline.py's one JSON line, e.g. "seconds".
+// SluiceRun, failing unless every one of the `expected` examples arrived.
+absl::StatusOr<Sample> SluiceCounted(const Dataset<std::pair<Tensor, Tensor>>& pipeline, int threads,
+                                     int64_t expected) {
+  int64_t counted = 0;
+  absl::StatusOr<Sample> sample = SluiceRun(pipeline, threads, &counted);
+  if (sample.ok() && counted != expected) {
+    return absl::InternalError(absl::StrCat("sluice delivered ", counted, " examples of ", expected));
+  }
+  return sample;
+}
+
+// A number from the baseline's one JSON line, e.g. "seconds".
 std::optional<double> JsonField(const std::string& json, const std::string& key) {
   const std::string quoted = absl::StrCat("\"", key, "\":");
   size_t at = json.find(quoted);
@@ -193,23 +261,18 @@ std::optional<double> JsonField(const std::string& json, const std::string& key)
   return value;
 }
 
-absl::StatusOr<Sample> TorchPipeline(const std::string& python, const std::string& script,
-                                     const std::vector<std::string>& files, int threads, int64_t expected) {
-  std::vector<std::string> argv = {python,      script,
-                                   "--workers", absl::StrCat(threads),
-                                   "--batch",   absl::StrCat(kBatchSize),
-                                   "--shuffle", absl::StrCat(kShuffleBuffer)};
-  argv.insert(argv.end(), files.begin(), files.end());
+// One run of a PyTorch baseline script (argv), which prints torch_pipeline.py's JSON line.
+absl::StatusOr<Sample> TorchRun(const std::vector<std::string>& argv, int64_t expected) {
   absl::StatusOr<ProcessResult> run = RunProcess(argv, {.timeout_seconds = kPythonTimeoutSeconds});
   if (!run.ok()) return run.status();
   if (run->exit_code != 0) {
-    return absl::InternalError(absl::StrCat("torch_pipeline.py exited ", run->exit_code, ": ", run->err));
+    return absl::InternalError(absl::StrCat(argv[1], " exited ", run->exit_code, ": ", run->err));
   }
   std::optional<double> samples = JsonField(run->out, "samples");
   std::optional<double> seconds = JsonField(run->out, "seconds");
   std::optional<double> cpu = JsonField(run->out, "cpu_seconds");
   if (!samples || !seconds || !cpu || *seconds <= 0) {
-    return absl::InternalError(absl::StrCat("cannot read torch_pipeline.py's output: ", run->out));
+    return absl::InternalError(absl::StrCat("cannot read the output of ", argv[1], ": ", run->out));
   }
   if (static_cast<int64_t>(*samples) != expected) {
     return absl::InternalError(
@@ -243,7 +306,6 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
   if (absl::Status s = CheckTorch(*python); !s.ok()) return s;
   absl::StatusOr<std::string> baselines = BaselinesDir(config);
   if (!baselines.ok()) return baselines.status();
-  const std::string script = *baselines + "/torch_pipeline.py";
 
   const int threads = BenchThreads(config);
   ScenarioResult result;
@@ -279,31 +341,57 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
   // One sluice pass first: its count is what PyTorch must match, and it warms the page cache for both.
   ReportProgress(config, "pipeline: a first sluice pass (warms the page cache, counts the examples)");
   int64_t expected = 0;
-  if (absl::StatusOr<Sample> warm = SluicePipeline(*files, threads, &expected); !warm.ok())
+  if (absl::StatusOr<Sample> warm = SluiceRun(QuickStart(*files, threads), threads, &expected); !warm.ok()) {
     return warm.status();
+  }
+  const std::string thread_count = absl::StrCat(threads, threads == 1 ? " thread" : " threads");
 
   CaseResult c;
-  c.name = absl::StrCat("quick start, ", threads, threads == 1 ? " thread" : " threads");
+  c.name = absl::StrCat("quick start, ", thread_count);
   c.metric = "samples/s";
   c.x_label = "threads";
   c.x = threads;
-  int64_t counted = 0;
-  absl::Status s =
-      RunAlternating(config,
-                     {{"sluice",
-                       [&]() -> absl::StatusOr<Sample> {
-                         absl::StatusOr<Sample> sample = SluicePipeline(*files, threads, &counted);
-                         if (sample.ok() && counted != expected) {
-                           return absl::InternalError("sluice's example count changed between runs");
-                         }
-                         return sample;
-                       }},
-                      {"pytorch", [&] { return TorchPipeline(*python, script, *files, threads, expected); }}},
-                     &c);
+  std::vector<std::string> torch_argv = {
+      *python,   *baselines + "/torch_pipeline.py", "--workers", absl::StrCat(threads),
+      "--batch", absl::StrCat(kBatchSize),          "--shuffle", absl::StrCat(kShuffleBuffer)};
+  torch_argv.insert(torch_argv.end(), files->begin(), files->end());
+  absl::Status s = RunAlternating(
+      config,
+      {{"sluice", [&] { return SluiceCounted(QuickStart(*files, threads), threads, expected); }},
+       {"pytorch", [&] { return TorchRun(torch_argv, expected); }}},
+      &c);
   if (!s.ok()) return s;
-  c.note = absl::StrCat(expected,
-                        " examples per run; PyTorch's time excludes starting Python and importing torch");
+  c.note =
+      absl::StrCat(expected, " examples per run; PyTorch: IterableDataset over the shards, buffer shuffle");
   result.cases.push_back(std::move(c));
+
+  // The fixed-size-record variant, in a temporary folder of its own (the data may be the user's).
+  absl::StatusOr<ScopedTempDir> fixed_dir = ScopedTempDir::Create(config.work_dir);
+  if (!fixed_dir.ok()) return fixed_dir.status();
+  const std::string fixed_file = fixed_dir->path() + "/images-785.bin";
+  ReportProgress(config, absl::StrCat("pipeline: writing ", expected, " fixed-size records to ", fixed_file));
+  if (absl::Status w = WriteFixedRecords(*files, fixed_file); !w.ok()) return w;
+  if (absl::Status warm = SluiceCounted(FixedSize(fixed_file, threads), threads, expected).status();
+      !warm.ok()) {
+    return warm;
+  }
+  CaseResult f;
+  f.name = absl::StrCat("fixed-size, ", thread_count);
+  f.metric = "samples/s";
+  f.x_label = "threads";
+  f.x = threads;
+  const std::vector<std::string> memmap_argv = {
+      *python,   *baselines + "/torch_memmap.py", "--workers", absl::StrCat(threads),
+      "--batch", absl::StrCat(kBatchSize),        fixed_file};
+  s = RunAlternating(
+      config,
+      {{"sluice", [&] { return SluiceCounted(FixedSize(fixed_file, threads), threads, expected); }},
+       {"pytorch", [&] { return TorchRun(memmap_argv, expected); }}},
+      &f);
+  if (!s.ok()) return s;
+  f.note =
+      "785-byte records; PyTorch: map-style Dataset over a NumPy memmap, shuffle=True (a full permutation)";
+  result.cases.push_back(std::move(f));
   return result;
 }
 
