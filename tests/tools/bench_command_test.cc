@@ -65,7 +65,8 @@ TEST(BenchCommandTest, UsageErrorsExitTwoWithTheReason) {
 
   run = Cli({"bench", "all", "--size", "10"});
   EXPECT_EQ(run.status, kUsageError);
-  EXPECT_TRUE(Has(run.err, "--size cannot be used with all")) << run.err;
+  EXPECT_TRUE(Has(run.err, "--size and --data cannot be used with all")) << run.err;
+  EXPECT_EQ(Cli({"bench", "all", "--data", "x.tfrecord"}).status, kUsageError);
 
   run = Cli({"bench", "scan", "--repeat", "0"});
   EXPECT_EQ(run.status, kUsageError);

@@ -93,8 +93,8 @@ CLI::App* AddBench(CLI::App& app, BenchOptions* options) {
 int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<const Scenario*> to_run;
   if (options.scenario == "all") {
-    if (options.size.has_value()) {
-      err << "sluice bench: --size cannot be used with all (each scenario has its own unit)\n";
+    if (options.size.has_value() || !options.data.empty()) {
+      err << "sluice bench: --size and --data cannot be used with all (each scenario has its own)\n";
       return 2;
     }
     for (const Scenario& s : Scenarios()) to_run.push_back(&s);

@@ -8,8 +8,8 @@
 //
 // Exit status: 0 every scenario ran; 1 a scenario failed, or could not run because a baseline tool is
 // missing (the message names it and how to install it: no figure is printed without its baseline), or
-// the JSON or plot could not be written; 2 bad usage (unknown scenario, --size with `all`, a scenario
-// that is not available yet).
+// the JSON or plot could not be written; 2 bad usage (unknown scenario, --size or --data with `all`, a
+// scenario that is not available yet).
 #ifndef SLUICE_TOOLS_SLUICE_BENCH_COMMAND_H_
 #define SLUICE_TOOLS_SLUICE_BENCH_COMMAND_H_
 
