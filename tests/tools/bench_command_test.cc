@@ -120,6 +120,10 @@ TEST(BenchCommandTest, RunProcessReportsOutputExitAndCpu) {
   EXPECT_EQ(r->out, "out\n");
   EXPECT_EQ(r->err, "err\n");
   EXPECT_GT(r->peak_rss_bytes, 0u);
+  r = RunProcess({"/nonexistent-bin/tool"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 127);
+  EXPECT_EQ(r->err, "exec failed: /nonexistent-bin/tool\n");
   r = RunProcess({"/bin/sh", "-c", "sleep 5"}, {.timeout_seconds = 0.2, .sample_ms = 20});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }

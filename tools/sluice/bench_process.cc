@@ -127,8 +127,11 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execv(args[0], args.data());
-    const std::string message = absl::StrCat("exec ", argv[0], ": ", std::strerror(errno), "\n");
-    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    // Only async-signal-safe calls here: another thread may have held the allocator's lock at fork().
+    const char message[] = "exec failed: ";
+    (void)!::write(STDERR_FILENO, message, sizeof message - 1);
+    (void)!::write(STDERR_FILENO, args[0], std::strlen(args[0]));
+    (void)!::write(STDERR_FILENO, "\n", 1);
     ::_exit(127);
   }
   ::close(out_pipe.fd[1]);
