@@ -2,8 +2,8 @@
 // every record verified) against fio (io_uring, sequential 1 MiB reads, --invalidate=0 so that it reads
 // the page cache as sluice does) and dd (bs=1M, of=/dev/null) on the same files, in GB/s of file bytes.
 // The files are read once before the first run so that every side finds them in the page cache. Last, an
-// O_DIRECT case compares sluice's direct reads with fio --direct=1 on the largest-record file, when the
-// filesystem allows O_DIRECT (tmpfs does not: the note says so).
+// O_DIRECT case compares sluice's direct reads with fio --direct=1 on the 100 KiB-record file (the last
+// --data file), when the filesystem allows O_DIRECT (tmpfs does not: the note says so).
 //
 // Generated data (no --data): rec100, rec1k and rec100k.tfrecord, --size MiB each, of 100 B, 1 KiB and
 // 100 KiB records, in a temporary folder removed afterwards. fio reads a file smaller than 1 GiB several
@@ -241,16 +241,17 @@ absl::StatusOr<ScenarioResult> RunScan(const BenchConfig& config) {
     result.cases.push_back(std::move(c));
   }
 
-  const ScanFile& largest = files.back();
-  if (std::string why = DirectUnsupported(largest.path); !why.empty()) {
+  // The 100 KiB-record file when generated; the last --data file otherwise.
+  const ScanFile& direct_file = files.back();
+  if (std::string why = DirectUnsupported(direct_file.path); !why.empty()) {
     result.notes.push_back(absl::StrCat("O_DIRECT not measured: the filesystem refuses it (", why, ")"));
   } else {
     CaseResult c;
-    c.name = absl::StrCat(largest.name, " O_DIRECT");
+    c.name = absl::StrCat(direct_file.name, " O_DIRECT");
     c.metric = "GB/s";
     absl::Status s = RunAlternating(config,
-                                    {{"sluice", [&] { return SluiceScan(**reactor, largest, true); }},
-                                     {"fio", [&] { return FioScan(*fio, largest, true); }}},
+                                    {{"sluice", [&] { return SluiceScan(**reactor, direct_file, true); }},
+                                     {"fio", [&] { return FioScan(*fio, direct_file, true); }}},
                                     &c);
     if (!s.ok()) return s;
     c.note = "reads the device, not the page cache: both sides bypass it";
