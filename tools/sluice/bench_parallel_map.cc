@@ -64,9 +64,9 @@ absl::StatusOr<Sample> HandThreads(int64_t n, int threads) {
       std::vector<std::jthread> workers;
       for (int t = 0; t < threads; ++t) {
         workers.emplace_back([&counts, n, t, threads] {
-          int64_t sum = 0;
+          uint64_t sum = 0;  // unsigned: the results are hashes and their sum wraps
           for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
-            sum += Work{}(i);
+            sum += static_cast<uint64_t>(Work{}(i));
             ++counts[static_cast<size_t>(t)];
           }
           asm volatile("" : "+r"(sum));
