@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/version.h"
+#include "tools/sluice/bench_command.h"
 #include "tools/sluice/convert.h"
 #include "tools/sluice/dispatcher_command.h"
 #include "tools/sluice/graph_command.h"
@@ -19,7 +20,7 @@
 namespace sluice::tools {
 namespace {
 
-constexpr const char* kCommands[] = {"inspect", "convert", "graph", "dispatcher", "worker", "help"};
+constexpr const char* kCommands[] = {"inspect", "convert", "graph", "bench", "dispatcher", "worker", "help"};
 
 // CLI11 check functions: "" when the value is fine, else the message.
 std::string CheckCompression(const std::string& value, bool allow_auto) {
@@ -160,6 +161,8 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CLI::App* convert = AddConvert(app, &convert_flags);
   std::string graph_file;
   CLI::App* graph = AddGraph(app, &graph_file);
+  BenchOptions bench_options;
+  CLI::App* bench = AddBench(app, &bench_options);
   DispatcherFlags dispatcher_flags;
   CLI::App* dispatcher = AddDispatcherCommand(app, &dispatcher_flags);
   WorkerFlags worker_flags;
@@ -175,7 +178,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!first.starts_with("-") &&
       std::find(std::begin(kCommands), std::end(kCommands), first) == std::end(kCommands)) {
     err << "sluice: unknown command \"" << first
-        << "\" (commands: inspect, convert, graph, dispatcher, worker, help)\n"
+        << "\" (commands: inspect, convert, graph, bench, dispatcher, worker, help)\n"
         << "Run 'sluice help' for usage.\n";
     return kUsageError;
   }
@@ -189,18 +192,18 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
       err << "sluice help: takes one COMMAND, got " << args.size() - 1 << " arguments\n";
       return kUsageError;
     }
-    if (topic == "inspect" || topic == "convert" || topic == "graph" || topic == "dispatcher" ||
-        topic == "worker") {
+    if (topic == "inspect" || topic == "convert" || topic == "graph" || topic == "bench" ||
+        topic == "dispatcher" || topic == "worker") {
       out << app.get_subcommand(topic)->help(app.get_name());
       return 0;
     }
     if (topic == "help" || topic == "--help" || topic == "-h") {
       out << "Usage: sluice help [COMMAND]\nShows the commands, or the options of COMMAND (inspect, "
-             "convert, graph, dispatcher, worker).\n";
+             "convert, graph, bench, dispatcher, worker).\n";
       return 0;
     }
     err << "sluice help: unknown command \"" << topic
-        << "\" (commands: inspect, convert, graph, dispatcher, worker, help)\n";
+        << "\" (commands: inspect, convert, graph, bench, dispatcher, worker, help)\n";
     return kUsageError;
   }
   try {
@@ -235,6 +238,7 @@ int RunSluice(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return RunConvert(options, out, err);
   }
   if (graph->parsed()) return RunGraph(graph_file, out, err, stdin_fd);
+  if (bench->parsed()) return RunBench(bench_options, out, err);
   if (dispatcher->parsed()) return RunDispatcher(dispatcher_flags, out, err);
   if (worker->parsed()) return RunWorker(worker_flags, out, err);
   err << TopLevelHelp(app);
