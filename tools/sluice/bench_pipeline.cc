@@ -1,7 +1,7 @@
 // `sluice bench pipeline`: the quick start's input pipeline (examples/fashion_mnist_trainer) against
 // PyTorch's DataLoader doing the same work (benchmarks/baselines/torch_pipeline.py), on the same shards,
-// with the same CPU budget: sluice runs on a private pool of --threads threads with the Map at --threads
-// calls (the Interleave is sequential: see kCycleLength); PyTorch runs --threads worker processes (one
+// with the same CPU budget: sluice runs on a private pool of --threads threads with the Interleave and the
+// Map at --threads calls, as the trainer does; PyTorch runs --threads worker processes (one
 // torch thread each). Both: parse each tf.train.Example, decode the 784 pixels to standardised float32,
 // shuffle through 10,000 examples, batch 256. A second case holds the same examples as fixed-size records
 // (a label byte and the pixels) in one file: sluice's FixedLengthRecords -> Map(decode) -> Shuffle ->
@@ -45,10 +45,7 @@ constexpr int kImageSize = 28 * 28;
 constexpr int64_t kShuffleBuffer = 10000;
 constexpr int64_t kBatchSize = 256;
 constexpr uint64_t kSeed = 42;
-// The quick start's interleave: 4 shards at once, 16 records from each in turn. Sequential here: a parallel
-// Interleave under a parallel Map is destroyed on a pool thread at the end, and joining its calls there
-// deadlocks a 1-thread private pool (an engine defect, see the report of issue 18); the CPU work (parse and
-// decode) runs in the Map's calls either way.
+// The quick start's interleave: 4 shards at once, 16 records from each in turn.
 constexpr int64_t kCycleLength = 4;
 constexpr int64_t kBlockLength = 16;
 constexpr float kPixelMean = 0.2860f;  // examples/fashion_mnist_trainer/model.h
@@ -189,7 +186,7 @@ double CpuSeconds() {
 // The quick start's pipeline over TFRecord shards of Example.
 Dataset<std::pair<Tensor, Tensor>> QuickStart(const std::vector<std::string>& files, int threads) {
   return FromVector(files)
-      .Interleave(OpenShard{}, kCycleLength, kBlockLength)
+      .Interleave(OpenShard{}, kCycleLength, kBlockLength, threads, /*deterministic=*/true)
       .ParseExample(ImageLabelSpec())
       .Map(DecodeImage{}, threads, /*deterministic=*/true)
       .Shuffle(kShuffleBuffer, kSeed)
