@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "sluice/ops/library_functions.h"
+
 namespace sluice {
 namespace {
 
@@ -26,7 +28,8 @@ absl::Status RegisterFunction(FunctionInfo info) {
   auto it = registry.functions.find(info.name);
   if (it != registry.functions.end()) {
     return absl::AlreadyExistsError(absl::StrCat("function '", info.name, "' is registered twice (as ",
-                                                 it->second->signature_name, " and ", info.signature_name, ")"));
+                                                 it->second->signature_name, " and ", info.signature_name,
+                                                 ")"));
   }
   std::string name = info.name;
   registry.functions.emplace(std::move(name), std::make_unique<const FunctionInfo>(std::move(info)));
@@ -34,6 +37,7 @@ absl::Status RegisterFunction(FunctionInfo info) {
 }
 
 const FunctionInfo* FindFunction(std::string_view name) {
+  EnsureLibraryFunctions();
   Registry& registry = GetRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   auto it = registry.functions.find(name);
@@ -41,6 +45,7 @@ const FunctionInfo* FindFunction(std::string_view name) {
 }
 
 std::vector<std::string> RegisteredFunctionNames() {
+  EnsureLibraryFunctions();
   Registry& registry = GetRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   std::vector<std::string> names;
