@@ -2,6 +2,7 @@
 //
 //   build/bin/sluice convert fashion-mnist --out build/data/fashion-mnist
 //   build/bin/fashion_mnist_trainer --data-dir=build/data/fashion-mnist --model=mlp --replicas=2
+//   build/bin/fashion_mnist_trainer worker --dispatcher HOST:PORT   # a data-service worker for --dispatcher
 //
 // Flags are --kebab-case, as the sluice command line's, and take `--flag value` or `--flag=value`.
 // Exit status: 0 trained, 1 training failed (message on stderr), 2 bad usage.
@@ -10,9 +11,16 @@
 
 #include "CLI/CLI.hpp"
 #include "progress.h"
+#include "sluice/distribute/service.h"
 #include "trainer.h"
 
 int main(int argc, char** argv) {
+  // `fashion_mnist_trainer worker --dispatcher HOST:PORT`: a data-service worker that knows the trainer's
+  // functions and element type (the stock `sluice worker` does not), with WorkerMain's flags.
+  if (argc >= 2 && std::string(argv[1]) == "worker") {
+    fashion_mnist::EnsureTrainerRegistrations();
+    return sluice::service::WorkerMain(argc - 1, argv + 1);
+  }
   fashion_mnist::TrainerConfig config;
   config.interactive = fashion_mnist::IsTerminal(stdout);
   bool nondeterministic = false;
@@ -46,6 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--parallel-calls", config.parallel_calls, "parallel map/interleave calls; -1 = autotune")
       ->type_name("N")
       ->capture_default_str();
+  app.add_option(
+         "--dispatcher", config.dispatcher,
+         "read, parse and decode on data-service workers (start them with `fashion_mnist_trainer worker`)")
+      ->type_name("HOST:PORT");
   app.add_flag("--nondeterministic", nondeterministic, "let parallel ops return in completion order");
   app.add_option("--max-steps-per-epoch", config.max_steps_per_epoch,
                  "stop each epoch after N steps (default: whole epochs)")

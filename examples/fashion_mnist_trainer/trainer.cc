@@ -1,9 +1,12 @@
 #include "trainer.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -21,9 +24,10 @@
 #include "model.h"
 #include "progress.h"
 #include "sluice/distribute.h"
-#include "sluice/io/example.h"
+#include "sluice/distribute/service.h"
 #include "sluice/engine/run_loop.h"
 #include "sluice/engine/task.h"
+#include "sluice/io/example.h"
 
 namespace fashion_mnist {
 namespace {
@@ -38,8 +42,14 @@ constexpr int64_t kBlockLength = 16;
 
 sluice::ParseSpec ImageLabelSpec() {
   sluice::ParseSpec spec;
-  spec.fixed.push_back({.key = "image", .dtype = sluice::DType::kString, .shape = sluice::Shape(), .default_value = std::nullopt});
-  spec.fixed.push_back({.key = "label", .dtype = sluice::DType::kInt64, .shape = sluice::Shape(), .default_value = std::nullopt});
+  spec.fixed.push_back({.key = "image",
+                        .dtype = sluice::DType::kString,
+                        .shape = sluice::Shape(),
+                        .default_value = std::nullopt});
+  spec.fixed.push_back({.key = "label",
+                        .dtype = sluice::DType::kInt64,
+                        .shape = sluice::Shape(),
+                        .default_value = std::nullopt});
   return spec;
 }
 
@@ -67,7 +77,8 @@ Dataset<ImageLabel> DecodedExamples(const TrainerConfig& config, const std::vect
 }
 
 int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -80,7 +91,8 @@ struct EpochState {
         progress(progress),
         waits(waits),
         max_steps(max_steps),
-        gradients(static_cast<size_t>(replicas), std::vector<float>(static_cast<size_t>(model->num_parameters()))),
+        gradients(static_cast<size_t>(replicas),
+                  std::vector<float>(static_cast<size_t>(model->num_parameters()))),
         batch_sizes(static_cast<size_t>(replicas), 0),
         losses(static_cast<size_t>(replicas), 0.0f),
         averaged(static_cast<size_t>(model->num_parameters())) {}
@@ -115,8 +127,8 @@ struct EpochState {
   }
 };
 
-// Runs once per step on the last replica to arrive, while the others wait: the all-reduce (average weighted by
-// batch size) and the optimizer step on the shared weights.
+// Runs once per step on the last replica to arrive, while the others wait: the all-reduce (average weighted
+// by batch size) and the optimizer step on the shared weights.
 struct ApplyStep {
   EpochState* state;
   // noexcept (std::barrier requires it): running out of memory here stops the run (and allocates nothing).
@@ -147,7 +159,8 @@ struct ApplyStep {
     }
     ++state->steps;
     if (images > 0) state->progress->Update(images, loss_sum / static_cast<double>(images));
-    if (state->max_steps >= 0 && state->steps >= state->max_steps) state->stop.store(true, std::memory_order_release);
+    if (state->max_steps >= 0 && state->steps >= state->max_steps)
+      state->stop.store(true, std::memory_order_release);
   }
 };
 
@@ -176,7 +189,8 @@ sluice::Task<absl::Status> ReplicaLoop(sluice::ReplicaIterator<ImageLabelBatch>*
     absl::StatusOr<float> loss = 0.0f;
     bool out_of_memory = false;
     try {
-      loss = state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(), state->gradients[r]);
+      loss =
+          state->model->ComputeGradients(images.span<float>(), labels.span<int64_t>(), state->gradients[r]);
     } catch (const std::bad_alloc&) {
       out_of_memory = true;  // the Status is built once the handler has let go of the exception
     }
@@ -223,14 +237,35 @@ absl::StatusOr<TestSet> LoadTestSet(const TrainerConfig& config, const ShardSet&
   }
   if (test.labels.empty()) {
     return absl::NotFoundError(absl::StrCat("no test records under ", config.data_dir,
-                                            " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
+                                            " (run `sluice convert fashion-mnist --out ", config.data_dir,
+                                            "`)"));
   }
   return test;
 }
 
 }  // namespace
 
+// A job name of this trainer's own, shared by its epochs (epoch k reads the job's iteration k).
+std::string ServiceJobName() {
+  static std::atomic<int64_t> runs{0};
+  return absl::StrCat("fashion_mnist_train_", ::getpid(), "_", runs.fetch_add(1));
+}
+
 Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards) {
+  if (!config.dispatcher.empty()) {
+    // Workers may run in another directory: give them absolute paths.
+    std::vector<std::string> absolute;
+    for (const std::string& shard : shards.train)
+      absolute.push_back(std::filesystem::absolute(shard).string());
+    sluice::service::ServiceOptions options;
+    options.processing_mode = sluice::service::ProcessingMode::kDistributedEpoch;
+    options.dispatcher_address = config.dispatcher;
+    options.job_name = ServiceJobName();
+    return DecodedExamples(config, absolute, /*shuffle_files=*/true)
+        .Distribute(options)
+        .Shuffle(config.shuffle_buffer, config.seed, /*reshuffle_each_iteration=*/true)
+        .Batch(config.global_batch_size);
+  }
   return DecodedExamples(config, shards.train, /*shuffle_files=*/true)
       .Shuffle(config.shuffle_buffer, config.seed, /*reshuffle_each_iteration=*/true)
       .Batch(config.global_batch_size);
@@ -242,9 +277,9 @@ Dataset<ImageLabelBatch> MakeTestPipeline(const TrainerConfig& config, const Sha
 
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out) {
   if (config.replicas <= 0 || config.epochs <= 0 || config.global_batch_size <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("replicas (", config.replicas, "), epochs (", config.epochs,
-                                                   ") and global batch size (", config.global_batch_size,
-                                                   ") must be positive"));
+    return absl::InvalidArgumentError(absl::StrCat("replicas (", config.replicas, "), epochs (",
+                                                   config.epochs, ") and global batch size (",
+                                                   config.global_batch_size, ") must be positive"));
   }
   absl::StatusOr<std::unique_ptr<Model>> made = MakeModel(config.model, config.seed);
   if (!made.ok()) return made.status();
@@ -258,14 +293,15 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   const int64_t train_records = shards->train_records;
   if (train_records == 0) {
     return absl::NotFoundError(absl::StrCat("no training records under ", config.data_dir,
-                                            " (run `sluice convert fashion-mnist --out ", config.data_dir, "`)"));
+                                            " (run `sluice convert fashion-mnist --out ", config.data_dir,
+                                            "`)"));
   }
   absl::StatusOr<TestSet> test = LoadTestSet(config, *shards);
   if (!test.ok()) return test.status();
 
   const float base_rate = config.learning_rate > 0 ? config.learning_rate : DefaultLearningRate(*model);
-  SgdMomentum optimizer{.learning_rate = base_rate, .momentum = kDefaultMomentum,
-                        .weight_decay = DefaultWeightDecay(*model)};
+  SgdMomentum optimizer{
+      .learning_rate = base_rate, .momentum = kDefaultMomentum, .weight_decay = DefaultWeightDecay(*model)};
   sluice::MirroredStrategy strategy(config.replicas);
   sluice::DistributeOptions distribute_options;
   distribute_options.iterator_options.deterministic = config.deterministic;
@@ -287,7 +323,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
       epoch_images = std::min(epoch_images, config.max_steps_per_epoch * config.global_batch_size);
     }
     EpochProgress progress(out, clock,
-                           {.epoch = epoch + 1, .num_epochs = config.epochs, .total_images = epoch_images,
+                           {.epoch = epoch + 1,
+                            .num_epochs = config.epochs,
+                            .total_images = epoch_images,
                             .interactive = config.interactive});
     EpochState state(model.get(), &optimizer, &progress, &waits, config.replicas, config.max_steps_per_epoch);
     StepBarrier barrier(config.replicas, ApplyStep{&state});
@@ -305,10 +343,12 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
             loop.emplace(ReplicaLoop(&input.Replica(r), r, &state, &barrier, &home));
           } catch (const std::bad_alloc&) {  // the coroutine frame; inside it, errors are Statuses
             status = absl::ResourceExhaustedError("out of memory starting the replica");
-            barrier.arrive_and_drop();  // as ReplicaLoop does when it leaves, so the others do not wait for it
+            barrier
+                .arrive_and_drop();  // as ReplicaLoop does when it leaves, so the others do not wait for it
           }
           if (loop.has_value()) status = home.Run(std::move(*loop), state.cancel.get_token());
-          if (!status.ok()) state.Fail(absl::Status(status.code(), absl::StrCat("replica ", r, ": ", status.message())));
+          if (!status.ok())
+            state.Fail(absl::Status(status.code(), absl::StrCat("replica ", r, ": ", status.message())));
         });
       }
       for (std::thread& t : threads) t.join();

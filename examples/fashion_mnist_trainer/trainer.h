@@ -6,7 +6,8 @@
 //   fashion-mnist` (tf.train.Example with image = 784 raw bytes, label = int64); see shards.h for the
 //   folders refused (mixed shard sets, files that disagree with the manifest) and the .tmp files ignored.
 //   The epoch size is the manifest's train record count.
-// - Training pipeline (MakeTrainPipeline): ListFiles(the train shards, shuffled with the seed) -> Interleave(TFRecord,
+// - Training pipeline (MakeTrainPipeline): ListFiles(the train shards, shuffled with the seed) ->
+// Interleave(TFRecord,
 //   parallel) -> ParseExample -> Map(decode to float32 [784], standardised, parallel) -> Shuffle(seeded,
 //   reshuffled each epoch) -> Batch(global batch). One pass is one epoch; the last batch may be short.
 // - Step: every replica gets its piece of the same global batch (tf.distribute's split), computes the
@@ -34,8 +35,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sluice/dataset.h"
 #include "shards.h"
+#include "sluice/dataset.h"
 #include "sluice/io/tensor.h"
 
 namespace fashion_mnist {
@@ -48,7 +49,8 @@ using ImageLabelBatch = std::pair<sluice::Tensor, sluice::Tensor>;
 // The pipeline's own functions, registered (registrations.cc) so that the pipeline is data another
 // process can rebuild (sluice/ops/graph.h): a shard's path -> its records; a parsed Example -> pixels
 // and label.
-inline constexpr sluice::Function<sluice::Dataset<std::string>(std::string)> kOpenShard{"fashion_mnist.open_shard"};
+inline constexpr sluice::Function<sluice::Dataset<std::string>(std::string)> kOpenShard{
+    "fashion_mnist.open_shard"};
 inline constexpr sluice::Function<absl::StatusOr<ImageLabel>(sluice::ParsedExample)> kDecodeImage{
     "fashion_mnist.decode_image"};
 // Registers them and ImageLabel's op builders, once; the pipeline builders call it.
@@ -67,6 +69,10 @@ struct TrainerConfig {
   bool deterministic = true;
   int64_t max_steps_per_epoch = -1;  // -1: whole epochs; tests train on a few steps
   bool interactive = false;          // progress bar redrawn in place (a terminal) or log lines
+  // "host:port" of a data-service dispatcher: reading, parsing and decoding the training shards run on
+  // its workers (distributed_epoch, one shard per split; workers must link the trainer's registrations,
+  // e.g. `fashion_mnist_trainer worker`); shuffle and batch stay here. Empty: everything runs here.
+  std::string dispatcher;
 };
 
 struct EpochResult {
@@ -85,7 +91,8 @@ struct TrainResult {
 };
 
 // The training input of one epoch from `shards` (FindShards(config.data_dir)), batched with the global
-// batch size.
+// batch size. With config.dispatcher the part before Shuffle runs on data-service workers: each element
+// still comes once per epoch, in an order that depends on the workers' timing.
 sluice::Dataset<ImageLabelBatch> MakeTrainPipeline(const TrainerConfig& config, const ShardSet& shards);
 
 // The test split, in file order, batched for evaluation.

@@ -1,7 +1,3 @@
-#include "examples/fashion_mnist_trainer/trainer.h"
-
-#include "examples/fashion_mnist_trainer/model.h"
-
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,10 +15,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "examples/fashion_mnist_trainer/model.h"
+#include "examples/fashion_mnist_trainer/trainer.h"
 #include "gtest/gtest.h"
-#include "sluice/distribute.h"
-#include "sluice/ops/graph.h"
 #include "io/tfrecord_format.h"
+#include "sluice/distribute.h"
+#include "sluice/distribute/service.h"
+#include "sluice/ops/graph.h"
 #include "tests/test_util.h"
 #include "tools/sluice/convert.h"
 
@@ -112,6 +112,37 @@ TEST_F(TrainerTest, SameSeedSameResult) {
   EXPECT_EQ(a->epochs[0].test_accuracy, c->epochs[0].test_accuracy);
 }
 
+// --dispatcher: reading, parsing and decoding on two data-service workers; every image still comes once
+// per epoch (distributed_epoch), so the step count and the accuracy band are the local run's.
+TEST_F(TrainerTest, TrainsOverADataService) {
+  EnsureTrainerRegistrations();  // the in-process workers rebuild the trainer's functions
+  absl::StatusOr<std::unique_ptr<sluice::service::DispatcherServer>> dispatcher =
+      sluice::service::DispatcherServer::Start({});
+  ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+  std::vector<std::unique_ptr<sluice::service::WorkerServer>> workers;
+  for (int i = 0; i < 2; ++i) {
+    sluice::service::WorkerConfig worker_config;
+    worker_config.dispatcher_address = (*dispatcher)->address();
+    worker_config.threads = 1;
+    absl::StatusOr<std::unique_ptr<sluice::service::WorkerServer>> worker =
+        sluice::service::WorkerServer::Start(worker_config);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    workers.push_back(*std::move(worker));
+  }
+  TrainerConfig config = SmallConfig();
+  config.dispatcher = (*dispatcher)->address();
+  std::ostringstream log;
+  absl::StatusOr<TrainResult> result = Train(config, log);
+  for (auto& worker : workers) worker->Stop();
+  (*dispatcher)->Stop();
+  ASSERT_TRUE(result.ok()) << result.status() << "\n" << log.str();
+  ASSERT_EQ(result->epochs.size(), 2u);
+  EXPECT_EQ(result->epochs[0].images, kExamples);
+  EXPECT_EQ(result->epochs[1].images, kExamples);
+  EXPECT_EQ(result->steps, 2 * ((kExamples + 31) / 32));
+  EXPECT_GT(result->epochs.back().test_accuracy, 0.6) << log.str();
+}
+
 // Concatenating the replicas' pieces of each step gives back the global batch, in order.
 TEST_F(TrainerTest, ReplicaPiecesPartitionEachGlobalBatch) {
   TrainerConfig config = SmallConfig();
@@ -200,7 +231,6 @@ TEST_F(TrainerTest, BadConfigIsInvalidArgument) {
   config.model = "transformer";
   EXPECT_EQ(Train(config, log).status().code(), absl::StatusCode::kInvalidArgument);
 }
-
 
 // Runs in a child: TrainAndReport with only ~160 MiB more data memory allowed; exits with its status.
 void TrainUnderDataLimit(const TrainerConfig& config, const std::vector<std::string>& cleanup) {
