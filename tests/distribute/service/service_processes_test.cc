@@ -8,12 +8,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "io/tfrecord_writer.h"
 #include "sluice/distribute/service.h"
+#include "sluice/io/example.h"
+#include "sluice/ops/library_functions.h"
 #include "sluice/ops/registration.h"
 #include "tests/distribute/service/child_process.h"
 #include "tests/distribute/service/service_test_util.h"
@@ -120,12 +124,54 @@ TEST(ServiceProcessesTest, TheStockWorkerNamesARegistrationItLacks) {
   processes.StopAll();
 }
 
+// The library's own functions need no registration in the worker: a TFRecord-of-Examples pipeline runs
+// on the stock worker, one file per split.
+TEST(ServiceProcessesTest, TheStockWorkerRunsTheLibraryFunctions) {
+  std::vector<std::string> files;
+  for (int64_t f = 0; f < 3; ++f) {
+    absl::StatusOr<io::TFRecordBufferWriter> writer = io::TFRecordBufferWriter::Create(Compression::kNone);
+    ASSERT_TRUE(writer.ok());
+    for (int64_t r = 0; r < 4; ++r) {
+      const std::string image = {static_cast<char>(f), static_cast<char>(r)};
+      ASSERT_TRUE(
+          writer
+              ->Write(ExampleBuilder().AddBytes("image", {image}).AddInt64s("label", {f * 4 + r}).Serialize())
+              .ok());
+    }
+    ASSERT_TRUE(writer->Finish().ok());
+    files.push_back(testing_util::TempPath(absl::StrCat("stock_worker_", f, ".tfrecord")));
+    testing_util::WriteFile(files.back(), writer->output());
+  }
+  ParseSpec spec;
+  spec.fixed.push_back({"image", DType::kString, Shape(), std::nullopt});
+  spec.fixed.push_back({"label", DType::kInt64, Shape(), std::nullopt});
+  Processes processes;
+  ASSERT_TRUE(processes.Start(1));
+  testing::Drained<std::pair<Tensor, Tensor>> got = Drain(
+      ListFiles(files)
+          .Interleave(kReadTFRecord.With(), 1)
+          .ParseExample(spec)
+          .Map(kExampleToPair.With({{"decode_raw", std::string("uint8")}, {"cast", std::string("float")}}))
+          .Distribute(processes.Options(ProcessingMode::kDistributedEpoch)));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  ASSERT_EQ(got.values.size(), 12u);
+  std::vector<int64_t> labels;
+  for (const auto& [image, label] : got.values) {
+    const int64_t l = label.data<int64_t>()[0];
+    labels.push_back(l);
+    EXPECT_EQ(image, Tensor::FromVector<float>({static_cast<float>(l / 4), static_cast<float>(l % 4)}));
+  }
+  std::sort(labels.begin(), labels.end());
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(labels[i], i);
+  processes.StopAll();
+}
+
 TEST(ServiceProcessesTest, ProcessesExitCleanlyOnSigtermWithAClientConnected) {
   Processes processes;
   ASSERT_TRUE(processes.Start(1));
-  Iterator<int64_t> it = Range(0, kEndless)
-                             .Distribute(processes.Options(ProcessingMode::kParallelEpochs))
-                             .MakeIterator();
+  Iterator<int64_t> it =
+      Range(0, kEndless).Distribute(processes.Options(ProcessingMode::kParallelEpochs)).MakeIterator();
   testing::Drained<int64_t> some = testing::DrainIterator(it, 100);
   EXPECT_EQ(some.values.size(), 100u);
   processes.StopAll();  // the iterator is still connected to both
