@@ -6,8 +6,10 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/distribute/service.h"
 #include "sluice/engine/thread_pool.h"
 #include "sluice/ops/file_sources.h"
+#include "sluice/ops/graph.h"
 #include "sluice/ops/node_path.h"
 
 namespace sluice {
@@ -148,7 +150,7 @@ void InProcessWorkerAgreement::AbandonLocked(int worker, int64_t epoch, detail::
 }
 
 Task<absl::StatusOr<bool>> InProcessWorkerAgreement::AnyWorkerHasData(int worker, int64_t epoch, int64_t step,
-                                                                       bool mine) {
+                                                                      bool mine) {
   if (worker < 0 || worker >= num_workers_) {
     co_return absl::InvalidArgumentError(
         absl::StrCat("InProcessWorkerAgreement: worker ", worker, " outside [0, ", num_workers_, ")"));
@@ -162,8 +164,8 @@ namespace distribute {
 namespace {
 
 bool KeepsBatchSize(std::string_view op) {
-  return op == "Prefetch" || op == "Take" || op == "Skip" || op == "Shard" || op == "Repeat" || op == "Shuffle" ||
-         op == "Filter" || op == "TakeWhile";
+  return op == "Prefetch" || op == "Take" || op == "Skip" || op == "Shard" || op == "Repeat" ||
+         op == "Shuffle" || op == "Filter" || op == "TakeWhile";
 }
 
 template <class V>
@@ -174,19 +176,49 @@ std::optional<V> ParamAs(const std::vector<Param>& params, std::string_view name
   return std::nullopt;
 }
 
+// The batch size a Batch op fixes (drop_remainder=true), from its op name and params.
+std::optional<int64_t> FixedBatchSize(const std::vector<Param>& params) {
+  std::optional<bool> drop = ParamAs<bool>(params, "drop_remainder");
+  std::optional<int64_t> size = ParamAs<int64_t>(params, "batch_size");
+  if (drop.value_or(false) && size.has_value() && *size > 0) return size;
+  return std::nullopt;
+}
+
+// FindStaticBatchSize's walk inside the graph a Distribute node sends to its workers.
+std::optional<int64_t> StaticBatchSizeOfGraph(const GraphNode& root) {
+  const GraphNode* node = &root;
+  for (int hops = 0; hops < 10000; ++hops) {
+    if (node->op == "Batch" || node->op == "PaddedBatch") return FixedBatchSize(node->params);
+    if (!KeepsBatchSize(node->op) || node->inputs.size() != 1) return std::nullopt;
+    node = &node->inputs[0];
+  }
+  return std::nullopt;
+}
+
+// The first Distribute node of the graph whose job is shared by name, or nullptr.
+const service::detail::ServiceSource* FindSharedServiceJob(const OpNode& root) {
+  const service::detail::ServiceSource* found = nullptr;
+  ForEachNodePath(root, [&found](const OpNode& node, const std::string&) {
+    const auto* source = dynamic_cast<const service::detail::ServiceSource*>(&node);
+    if (source == nullptr || source->service_options().job_name.empty()) return true;
+    found = source;
+    return false;
+  });
+  return found;
+}
+
 }  // namespace
 
 std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
   const OpNode* node = &root;
   for (int hops = 0; node != nullptr && hops < 10000; ++hops) {
     std::string_view op = node->op_name();
-    if (op == "Batch" || op == "PaddedBatch") {
-      std::vector<Param> params = node->params();
-      std::optional<bool> drop = ParamAs<bool>(params, "drop_remainder");
-      std::optional<int64_t> size = ParamAs<int64_t>(params, "batch_size");
-      if (drop.value_or(false) && size.has_value() && *size > 0) return size;
-      return std::nullopt;
+    // Distribute: the batches were made on the workers; look inside the graph they run.
+    if (const auto* service = dynamic_cast<const service::detail::ServiceSource*>(node)) {
+      absl::StatusOr<GraphNode> graph = ParseGraph(service->serialized_input());
+      return graph.ok() ? StaticBatchSizeOfGraph(*graph) : std::nullopt;
     }
+    if (op == "Batch" || op == "PaddedBatch") return FixedBatchSize(node->params());
     if (!KeepsBatchSize(op)) return std::nullopt;
     std::vector<std::shared_ptr<const OpNode>> inputs = node->inputs();
     if (inputs.size() != 1) return std::nullopt;
@@ -221,16 +253,29 @@ absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_
     return absl::Status(node.status().code(), absl::StrCat("auto-shard FILE: ", node.status().message()));
   }
   if (dynamic_cast<const ops::FileListSource*>(*node) == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("auto-shard FILE: the node at path '", std::string(path),
-                                                      "' is ", std::string((*node)->op_name()),
-                                                      ", not a file-based source"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("auto-shard FILE: the node at path '", std::string(path), "' is ",
+                     std::string((*node)->op_name()), ", not a file-based source"));
   }
   return *node;
 }
 
-absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested, int num_workers) {
+absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
+                                                int num_workers) {
   ShardDecision decision;
   if (num_workers <= 1 || requested == AutoShardPolicy::kOff) return decision;
+  // The consumers of a shared job already divide its elements among them: sharding again would drop data.
+  if (const service::detail::ServiceSource* shared = FindSharedServiceJob(root)) {
+    const std::string& job = shared->service_options().job_name;
+    if (requested != AutoShardPolicy::kAuto) {
+      return absl::InvalidArgumentError(absl::StrCat("AutoShardPolicy ", AutoShardPolicyName(requested),
+                                                     ": the dataset reads the shared data-service job '", job,
+                                                     "', whose consumers already divide its elements; "
+                                                     "sharding it again would drop data (use AUTO or OFF)"));
+    }
+    decision.reason = absl::StrCat("shared data-service job '", job, "'");
+    return decision;
+  }
   if (requested == AutoShardPolicy::kData) {
     decision.applied = AutoShardPolicy::kData;
     return decision;
@@ -249,11 +294,12 @@ absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPol
   if (!source.ok()) return source.status();
   int64_t num_files = static_cast<int64_t>(dynamic_cast<const ops::FileListSource*>(*source)->files().size());
   if (num_files < num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "AutoShardPolicy ", AutoShardPolicyName(requested), ": the dataset's ", std::string((*source)->op_name()),
-        " source has ",
-        num_files, " file(s), fewer than the ", num_workers,
-        " workers; set auto_shard_policy to DATA, or split the input into at least as many files as workers"));
+    return absl::InvalidArgumentError(absl::StrCat("AutoShardPolicy ", AutoShardPolicyName(requested),
+                                                   ": the dataset's ", std::string((*source)->op_name()),
+                                                   " source has ", num_files, " file(s), fewer than the ",
+                                                   num_workers,
+                                                   " workers; set auto_shard_policy to DATA, or split the "
+                                                   "input into at least as many files as workers"));
   }
   decision.applied = AutoShardPolicy::kFile;
   decision.file_source_path = std::move(*path);

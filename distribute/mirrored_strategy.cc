@@ -63,6 +63,7 @@ void MirroredStrategy::ConfigureRebatch(const OpNode& root, const DistributeOpti
     config->applied_policy = decision->applied;
     config->file_source_path = decision->file_source_path;
     config->num_files = decision->num_files;
+    config->shard_reason = decision->reason;
   }
   // DATA: every worker reads the same batches, so each batch is one global step, cut into the N pieces of
   // the replicas in sync, of which this worker keeps its own. OFF and FILE: each worker's batches are its

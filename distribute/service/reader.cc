@@ -252,6 +252,8 @@ ServiceReader::ServiceReader(std::string graph, std::string element_type, Servic
   impl_->fetcher = std::jthread([raw](std::stop_token stop) { raw->Run(std::move(stop)); });
 }
 
+ServiceSource::~ServiceSource() = default;
+
 ServiceReader::~ServiceReader() {
   impl_->fetcher.request_stop();
   if (impl_->fetcher.joinable()) impl_->fetcher.join();

@@ -124,11 +124,14 @@ SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
 SLUICE_EXPORT absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_view path);
 
 // The policy that applies, and for FILE the node to shard, by path: kOff for one worker; kAuto resolved;
-// kFile with too few files or no file source -> InvalidArgument.
+// kFile with too few files or no file source -> InvalidArgument. A pipeline reading a shared data-service
+// job (Distribute with a job_name) is never sharded again: AUTO applies OFF (with `reason`), FILE and
+// DATA are InvalidArgument.
 struct ShardDecision {
   AutoShardPolicy applied = AutoShardPolicy::kOff;
   std::string file_source_path;  // "" unless applied is kFile
   int64_t num_files = 0;
+  std::string reason;  // why AUTO chose OFF for several workers (a shared data-service job), else ""
 };
 SLUICE_EXPORT absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
                                                               int num_workers);

@@ -161,6 +161,7 @@ struct DistributeConfig {
   AutoShardPolicy applied_policy = AutoShardPolicy::kOff;
   std::string file_source_path;  // kFile: the node to shard, by node path from the dataset's root
   int64_t num_files = 0;
+  std::string shard_reason;  // why AUTO applied OFF to several workers, or ""
   // kRebatch: how input batches are cut. With DATA the plan is (1 worker, N replicas) and this worker
   // keeps ranges [piece_offset, piece_offset + replicas_per_worker) of each step.
   std::optional<distribute::RebatchPlan> plan;
@@ -719,6 +720,7 @@ class DistributedDataset {
                                    " replicas_per_worker=", c.replicas_per_worker, " auto_shard_policy=",
                                    AutoShardPolicyName(c.requested_policy), " applied=",
                                    AutoShardPolicyName(c.applied_policy));
+    if (!c.shard_reason.empty()) absl::StrAppend(&out, " (", c.shard_reason, ")");
     if (!c.file_source_path.empty()) {
       absl::StatusOr<const OpNode*> source = distribute::ResolveFileSource(*node_, c.file_source_path);
       absl::StrAppend(&out, " (", source.ok() ? std::string((*source)->op_name()) : c.file_source_path, ": ",

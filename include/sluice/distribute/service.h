@@ -163,11 +163,26 @@ class SLUICE_EXPORT ServiceReader {
   std::shared_ptr<Impl> impl_;
 };
 
+// What auto-shard and the static batch size search need of a Distribute node, whatever its element type
+// (sluice/distribute/auto_shard.h): the graph the workers run and the options it was made with.
+// Exported, with its destructor defined in the library: the key function that makes a dynamic_cast in
+// the library work on nodes a program built.
+class SLUICE_EXPORT ServiceSource {
+ public:
+  virtual ~ServiceSource();
+  virtual const std::string& serialized_input() const = 0;
+  virtual const ServiceOptions& service_options() const = 0;
+};
+
 template <class T>
-class DataServiceNode final : public Node<T>, public std::enable_shared_from_this<DataServiceNode<T>> {
+class DataServiceNode final : public Node<T>,
+                              public ServiceSource,
+                              public std::enable_shared_from_this<DataServiceNode<T>> {
  public:
   DataServiceNode(std::string graph, ServiceOptions options)
       : graph_(std::move(graph)), options_(std::move(options)) {}
+  const std::string& serialized_input() const override { return graph_; }
+  const ServiceOptions& service_options() const override { return options_; }
   std::string_view op_name() const override { return "DataService"; }
   std::vector<Param> params() const override {
     return {{"dispatcher", options_.dispatcher_address},
