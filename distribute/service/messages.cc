@@ -293,6 +293,11 @@ absl::StatusOr<GetElementsRequest> DecodeGetElementsRequest(std::string_view byt
 
 std::string EncodeGetElementsResponse(const GetElementsResponse& message) {
   std::string out;
+  // Sized once: growing a multi-MiB answer by doubling copied it several times (perf: most of the time
+  // of 1 MiB elements went to those copies and the page faults of their fresh buffers).
+  size_t size = 32;
+  for (const std::string& element : message.elements) size += element.size() + 11;
+  out.reserve(size);
   // Repeated bytes: every element is written, empty ones included (they are elements).
   for (const std::string& element : message.elements) wire::AppendBytesField(&out, 1, element);
   AppendVarintField(&out, 2, message.end_of_sequence ? 1 : 0);

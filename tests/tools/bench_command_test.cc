@@ -75,10 +75,6 @@ TEST(BenchCommandTest, UsageErrorsExitTwoWithTheReason) {
   run = Cli({"bench", "scan", "--size", "-3"});
   EXPECT_EQ(run.status, kUsageError);
 
-  run = Cli({"bench", "service"});
-  EXPECT_EQ(run.status, kUsageError);
-  EXPECT_TRUE(Has(run.err, "not available yet")) << run.err;
-
   run = Cli({"help", "bench"});
   EXPECT_EQ(run.status, 0);
   EXPECT_TRUE(Has(run.out, "pipeline")) << run.out;
@@ -249,7 +245,9 @@ INSTANTIATE_TEST_SUITE_P(
                 40,
                 {"sluice", "hand loop", "std::thread"},
                 {"sequential Map", "det, 1 thread", "nondet, 2 threads"}},
-        TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}}));
+        TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}},
+        // iperf3 comes with scripts/install-deps.
+        TinyRun{"service", 2, {"sluice", "iperf3", "local"}, {"1 MiB elements", "100 B elements"}}));
 
 TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {
   absl::StatusOr<ProcessResult> probe = RunProcess({"/usr/bin/python3", "-c", "import matplotlib"});

@@ -72,15 +72,8 @@ ScopedTempDir::~ScopedTempDir() {
 
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario>* const scenarios = [] {
-    auto* list = new std::vector<Scenario>{ScanScenario(), PipelineScenario(), OverheadScenario(),
-                                           ParallelMapScenario(), FanoutScenario()};
-    Scenario service;
-    service.name = "service";
-    service.description = "data service loopback throughput vs iperf3, and Next() latency";
-    service.unavailable =
-        "the data service exists (docs/service.md); its loopback benchmark is not written yet";
-    list->push_back(std::move(service));
-    return list;
+    return new std::vector<Scenario>{ScanScenario(),        PipelineScenario(), OverheadScenario(),
+                                     ParallelMapScenario(), FanoutScenario(),   ServiceScenario()};
   }();
   return *scenarios;
 }

@@ -12,6 +12,7 @@ Scenario PipelineScenario();
 Scenario OverheadScenario();
 Scenario ParallelMapScenario();
 Scenario FanoutScenario();
+Scenario ServiceScenario();
 
 }  // namespace sluice::tools
 
