@@ -1,6 +1,12 @@
 #include "distribute/service/client.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <coroutine>
 #include <mutex>
 #include <optional>
@@ -236,6 +242,61 @@ void Client::Impl::Close() {
   if (thread.joinable()) thread.join();
 }
 
+namespace {
+
+// asio::connect, bounded: a host that drops SYNs would otherwise hold the caller for the kernel's
+// retries (minutes). Tries each address in turn within what is left of `timeout`.
+void ConnectWithin(asio::ip::tcp::socket& socket, const asio::ip::tcp::resolver::results_type& endpoints,
+                   std::chrono::milliseconds timeout, asio::error_code& ec) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  ec = asio::error::host_not_found;
+  for (const auto& entry : endpoints) {
+    asio::error_code ignored;
+    socket.close(ignored);
+    socket.open(entry.endpoint().protocol(), ec);
+    if (ec) continue;
+    socket.non_blocking(true, ec);
+    if (ec) continue;
+    // Not socket.connect: Asio's synchronous connect waits without a bound even on a non-blocking socket.
+    ec = {};
+    if (::connect(socket.native_handle(), entry.endpoint().data(),
+                  static_cast<socklen_t>(entry.endpoint().size())) != 0) {
+      ec = asio::error_code(errno, asio::error::get_system_category());
+    }
+    if (ec == asio::error::in_progress || ec == asio::error::would_block) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd fd{socket.native_handle(), POLLOUT, 0};
+      int ready = -1;
+      do {
+        ready = ::poll(&fd, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      } while (ready < 0 && errno == EINTR);
+      if (ready == 0) {
+        ec = asio::error::timed_out;
+      } else {
+        int error = 0;
+        socklen_t length = sizeof error;
+        if (ready < 0 || ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+          error = errno;
+        }
+        ec = asio::error_code(error, asio::error::get_system_category());
+      }
+    }
+    if (!ec) {
+      socket.non_blocking(false, ec);  // the connection's own operations are asynchronous anyway
+      if (!ec) return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (!ec) ec = asio::error::timed_out;
+      break;
+    }
+  }
+  asio::error_code ignored;
+  socket.close(ignored);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(std::string host, uint16_t port,
                                                         ClientOptions options) {
   auto impl = std::make_shared<Impl>(options);
@@ -245,7 +306,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(std::string host, uint16
   asio::ip::tcp::resolver::results_type endpoints = resolver.resolve(host, std::to_string(port), ec);
   if (ec) return absl::UnavailableError(absl::StrCat("service client: resolving ", host, ": ", ec.message()));
   asio::ip::tcp::socket socket(impl->io);
-  asio::connect(socket, endpoints, ec);
+  ConnectWithin(socket, endpoints, options.connect_timeout, ec);
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat("service client: connecting to ", impl->peer, ": ", ec.message()));

@@ -22,6 +22,7 @@
 #ifndef SLUICE_DISTRIBUTE_SERVICE_CLIENT_H_
 #define SLUICE_DISTRIBUTE_SERVICE_CLIENT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,8 @@ struct ClientOptions {
   uint32_t max_payload_bytes = kDefaultMaxPayloadBytes;
   // Where completed calls resume (must outlive the client's calls); nullptr = the network thread.
   Executor* executor = nullptr;
+  // Connect gives up after this (Unavailable: "Connection timed out"), whatever the kernel would retry.
+  std::chrono::milliseconds connect_timeout{10000};
 };
 
 class Client {

@@ -1,5 +1,6 @@
 #include "distribute/service/server.h"
 
+#include <chrono>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
 #include "asio/post.hpp"
+#include "asio/steady_timer.hpp"
 #include "distribute/service/connection.h"
 #include "distribute/service/messages.h"
 #include "sluice/engine/async_scope.h"
@@ -22,6 +24,8 @@
 
 namespace sluice::service {
 namespace {
+
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 
 // One accepted connection and the calls it has in flight (network thread only).
 struct ServerConnection {
@@ -55,6 +59,7 @@ struct Server::Impl {
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   asio::ip::tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};  // after an accept error (EMFILE, ENOBUFS, ...)
   uint16_t port = 0;
   std::string address;  // "host:port", for messages
 
@@ -115,8 +120,16 @@ void Server::Impl::Accept() {
       // Raw pointers: the callbacks run on the network thread while the connection is in `connections`.
       conn->connection->Start([this, raw](Frame frame) { OnFrame(raw, std::move(frame)); },
                               [this, raw](const absl::Status&) { connections.erase(raw); });
+      Accept();
+      return;
     }
-    Accept();
+    // Out of descriptors or buffers: re-arming at once would spin on the same error; wait a little so
+    // connections closing meanwhile free what the next accept needs.
+    accept_retry.expires_after(kAcceptRetryDelay);
+    accept_retry.async_wait([this](const asio::error_code& wait_ec) {
+      if (stopping || wait_ec == asio::error::operation_aborted) return;
+      Accept();
+    });
   });
 }
 
@@ -154,6 +167,7 @@ void Server::Impl::Stop() {
     stopping = true;
     asio::error_code ignored;
     acceptor.close(ignored);
+    accept_retry.cancel();
     auto all = std::move(connections);
     connections.clear();
     for (auto& [raw, conn] : all) conn->connection->Abort(absl::CancelledError("service server stopping"));

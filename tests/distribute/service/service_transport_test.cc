@@ -1,5 +1,3 @@
-#include "distribute/service/client.h"
-
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -22,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "distribute/service/client.h"
 #include "distribute/service/frame.h"
 #include "distribute/service/server.h"
 #include "gtest/gtest.h"
@@ -459,6 +458,36 @@ TEST(TransportTest, BindAndConnectFailuresAreStatuses) {
   ::close(bound);
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable) << client.status();
   EXPECT_TRUE(absl::StrContains(client.status().message(), "connecting to 127.0.0.1:")) << client.status();
+}
+
+// A listener that never accepts, with its queue full, drops further SYNs: the kernel would retry the
+// connect for minutes. Connect gives up after connect_timeout.
+TEST(TransportTest, ConnectToAPeerThatNeverAnswersTimesOut) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  // Fill the accept queue (its length is the backlog plus one) with connections nobody accepts.
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the handshakes that can finish finish
+  ClientOptions options;
+  options.connect_timeout = std::chrono::milliseconds(300);
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect("127.0.0.1", ntohs(addr.sin_port), options);
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable) << client.status();
+  EXPECT_TRUE(absl::StrContains(client.status().message(), "timed out")) << client.status();
 }
 
 }  // namespace
