@@ -34,6 +34,8 @@ bool IsKnownFrameKind(uint8_t kind) {
     case FrameKind::kWorkerHeartbeat:
     case FrameKind::kGetSplit:
     case FrameKind::kClientHeartbeat:
+    case FrameKind::kAgreementRound:
+    case FrameKind::kAgreementAbandon:
       return true;
   }
   return false;
@@ -65,6 +67,10 @@ const char* FrameKindName(FrameKind kind) {
       return "get_split";
     case FrameKind::kClientHeartbeat:
       return "client_heartbeat";
+    case FrameKind::kAgreementRound:
+      return "agreement_round";
+    case FrameKind::kAgreementAbandon:
+      return "agreement_abandon";
   }
   return "unknown";
 }

@@ -52,6 +52,8 @@ enum class FrameKind : uint8_t {
   kWorkerHeartbeat = 20,
   kGetSplit = 21,
   kClientHeartbeat = 22,
+  kAgreementRound = 23,    // a multi-worker trainer's end-of-data agreement (WorkerAgreement), one step
+  kAgreementAbandon = 24,  // a trainer leaves an epoch of it
 };
 
 bool IsKnownFrameKind(uint8_t kind);

@@ -497,4 +497,87 @@ const char* ProcessingModeName(ProcessingMode mode) {
   return "unspecified";
 }
 
+std::string EncodeAgreementRoundRequest(const AgreementRoundRequest& message) {
+  std::string out;
+  AppendStringField(&out, 1, message.agreement);
+  AppendVarintField(&out, 2, message.num_workers);
+  AppendVarintField(&out, 3, message.worker);
+  AppendVarintField(&out, 4, message.epoch);
+  AppendVarintField(&out, 5, message.step);
+  AppendVarintField(&out, 6, message.mine ? 1 : 0);
+  return out;
+}
+
+absl::StatusOr<AgreementRoundRequest> DecodeAgreementRoundRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "AgreementRoundRequest";
+  AgreementRoundRequest message;
+  uint64_t num_workers = 0, worker = 0, mine = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadBytesInto(kName, r, field, type, &message.agreement);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &num_workers);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &worker);
+        if (field == 4) return ReadVarintInto(kName, r, field, type, &message.epoch);
+        if (field == 5) return ReadVarintInto(kName, r, field, type, &message.step);
+        if (field == 6) return ReadVarintInto(kName, r, field, type, &mine);
+        return false;
+      });
+  if (!read.ok()) return read;
+  if (num_workers > UINT32_MAX || worker > UINT32_MAX) {
+    return absl::InvalidArgumentError("AgreementRoundRequest: worker count or index out of range");
+  }
+  message.num_workers = static_cast<uint32_t>(num_workers);
+  message.worker = static_cast<uint32_t>(worker);
+  message.mine = mine != 0;
+  return message;
+}
+
+std::string EncodeAgreementRoundResponse(const AgreementRoundResponse& message) {
+  std::string out;
+  AppendVarintField(&out, 1, message.any ? 1 : 0);
+  return out;
+}
+
+absl::StatusOr<AgreementRoundResponse> DecodeAgreementRoundResponse(std::string_view bytes) {
+  constexpr absl::string_view kName = "AgreementRoundResponse";
+  uint64_t any = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadVarintInto(kName, r, field, type, &any);
+        return false;
+      });
+  if (!read.ok()) return read;
+  return AgreementRoundResponse{any != 0};
+}
+
+std::string EncodeAgreementAbandonRequest(const AgreementAbandonRequest& message) {
+  std::string out;
+  AppendStringField(&out, 1, message.agreement);
+  AppendVarintField(&out, 2, message.num_workers);
+  AppendVarintField(&out, 3, message.worker);
+  AppendVarintField(&out, 4, message.epoch);
+  return out;
+}
+
+absl::StatusOr<AgreementAbandonRequest> DecodeAgreementAbandonRequest(std::string_view bytes) {
+  constexpr absl::string_view kName = "AgreementAbandonRequest";
+  AgreementAbandonRequest message;
+  uint64_t num_workers = 0, worker = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        if (field == 1) return ReadBytesInto(kName, r, field, type, &message.agreement);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &num_workers);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &worker);
+        if (field == 4) return ReadVarintInto(kName, r, field, type, &message.epoch);
+        return false;
+      });
+  if (!read.ok()) return read;
+  if (num_workers > UINT32_MAX || worker > UINT32_MAX) {
+    return absl::InvalidArgumentError("AgreementAbandonRequest: worker count or index out of range");
+  }
+  message.num_workers = static_cast<uint32_t>(num_workers);
+  message.worker = static_cast<uint32_t>(worker);
+  return message;
+}
+
 }  // namespace sluice::service

@@ -119,6 +119,34 @@ struct ClientHeartbeatResponse {
   absl::Status error;     // the iteration failed (a worker could not run its task)
 };
 
+// Trainer -> dispatcher: one step of a multi-worker end-of-data agreement (sluice::WorkerAgreement)
+// named `agreement` among `num_workers` trainers; answered once every worker arrived for that step.
+struct AgreementRoundRequest {
+  std::string agreement;
+  uint32_t num_workers = 0;
+  uint32_t worker = 0;
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  bool mine = false;  // this worker has data for the step
+};
+struct AgreementRoundResponse {
+  bool any = false;  // some worker has
+};
+// Trainer -> dispatcher: worker `worker` leaves `epoch` before its end was agreed (answered empty).
+struct AgreementAbandonRequest {
+  std::string agreement;
+  uint32_t num_workers = 0;
+  uint32_t worker = 0;
+  uint64_t epoch = 0;
+};
+
+std::string EncodeAgreementRoundRequest(const AgreementRoundRequest& message);
+absl::StatusOr<AgreementRoundRequest> DecodeAgreementRoundRequest(std::string_view bytes);
+std::string EncodeAgreementRoundResponse(const AgreementRoundResponse& message);
+absl::StatusOr<AgreementRoundResponse> DecodeAgreementRoundResponse(std::string_view bytes);
+std::string EncodeAgreementAbandonRequest(const AgreementAbandonRequest& message);
+absl::StatusOr<AgreementAbandonRequest> DecodeAgreementAbandonRequest(std::string_view bytes);
+
 std::string EncodeErrorPayload(const absl::Status& status);
 // The status an error frame carries. A payload that does not decode, or carries code OK (an error frame
 // must fail), gives an Internal status that says so.

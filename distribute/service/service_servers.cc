@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "distribute/service/agreement_registry.h"
 #include "distribute/service/dispatcher.h"
 #include "distribute/service/server.h"
 #include "distribute/service/worker.h"
@@ -14,6 +15,7 @@ namespace sluice::service {
 
 struct DispatcherServer::Impl {
   std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<AgreementRegistry> agreements;
   std::unique_ptr<Server> server;  // stopped before the dispatcher its handlers use goes
   std::string address;
 };
@@ -21,7 +23,19 @@ struct DispatcherServer::Impl {
 namespace {
 // `dispatcher` outlives the task: the server joins its handlers before the
 // dispatcher goes.
-Task<absl::StatusOr<std::string>> AnswerOn(Dispatcher* dispatcher, Frame request) {
+Task<absl::StatusOr<std::string>> AnswerOn(Dispatcher* dispatcher, AgreementRegistry* agreements,
+                                           Frame request) {
+  // An agreement round waits for the other trainers: awaited here, not in the dispatcher's lock.
+  if (request.kind == FrameKind::kAgreementRound) {
+    absl::StatusOr<AgreementRoundRequest> round = DecodeAgreementRoundRequest(request.payload);
+    if (!round.ok()) co_return round.status();
+    co_return co_await agreements->Round(*std::move(round));
+  }
+  if (request.kind == FrameKind::kAgreementAbandon) {
+    absl::StatusOr<AgreementAbandonRequest> abandon = DecodeAgreementAbandonRequest(request.payload);
+    if (!abandon.ok()) co_return abandon.status();
+    co_return agreements->Abandon(*abandon);
+  }
   co_return dispatcher->Handle(request);
 }
 }  // namespace
@@ -29,12 +43,14 @@ Task<absl::StatusOr<std::string>> AnswerOn(Dispatcher* dispatcher, Frame request
 absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(DispatcherConfig config) {
   auto impl = std::make_unique<Impl>();
   impl->dispatcher = std::make_unique<Dispatcher>(config.worker_timeout_ms, config.log);
+  impl->agreements = std::make_unique<AgreementRegistry>();
   Dispatcher* raw = impl->dispatcher.get();
+  AgreementRegistry* agreements = impl->agreements.get();
   ServerOptions options;
   options.host = config.host;
   options.port = config.port;
-  absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::Start(options, [raw](Frame request) { return AnswerOn(raw, std::move(request)); });
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(
+      options, [raw, agreements](Frame request) { return AnswerOn(raw, agreements, std::move(request)); });
   if (!server.ok()) return server.status();
   impl->server = std::move(*server);
   impl->address = absl::StrCat(config.host, ":", impl->server->port());

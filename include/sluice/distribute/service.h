@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/distribute/auto_shard.h"
 #include "sluice/distribute/service_mode.h"
 #include "sluice/engine/task.h"
 #include "sluice/export.h"
@@ -138,6 +139,38 @@ class SLUICE_EXPORT WorkerServer {
 // "listening on HOST:PORT", logs events on stderr, runs until SIGTERM or SIGINT; exit 0, 1 when it
 // cannot start, 2 on bad flags.
 SLUICE_EXPORT int WorkerMain(int argc, char** argv);
+
+// ---- Multi-worker trainers in separate processes ----
+
+// A WorkerAgreement (sluice/distribute/auto_shard.h) served by the dispatcher, for MirroredStrategy
+// trainers that are separate processes (InProcessWorkerAgreement serves threads of one process). Every
+// trainer connects with the same `name` and `num_workers`; each step's round is one request the
+// dispatcher answers when all workers arrived, so all replicas of all trainers see the end of the data
+// together. A trainer destroying its iterator mid-epoch abandons the epoch for the others (their rounds
+// fail with Cancelled); an unreachable dispatcher fails the round with Unavailable.
+//
+//   auto agreement = ServiceWorkerAgreement::Connect("host:5050", "job-42", /*num_workers=*/2);
+//   MirroredStrategy strategy(/*replicas_per_worker=*/2, /*num_workers=*/2, worker_index, *agreement);
+class SLUICE_EXPORT ServiceWorkerAgreement final : public WorkerAgreement {
+ public:
+  static absl::StatusOr<std::shared_ptr<ServiceWorkerAgreement>> Connect(const std::string& dispatcher_address,
+                                                                         std::string name, int num_workers);
+  ServiceWorkerAgreement(const ServiceWorkerAgreement&) = delete;
+  ServiceWorkerAgreement& operator=(const ServiceWorkerAgreement&) = delete;
+  ~ServiceWorkerAgreement() override;
+
+  // Counts this process's iterators per worker, as every trainer does in the same order.
+  int64_t BeginEpoch(int worker) override;
+  Task<absl::StatusOr<bool>> AnyWorkerHasData(int worker, int64_t epoch, int64_t step, bool mine) override;
+  // Sent without waiting for the answer (it may be called from a destructor on a pool thread).
+  void Abandon(int worker, int64_t epoch) override;
+
+  struct Impl;
+
+ private:
+  explicit ServiceWorkerAgreement(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
 
 // ---- The client op ----
 

@@ -127,6 +127,21 @@ TEST_F(ProtoConformanceTest, ClientHeartbeat) {
             EncodeClientHeartbeatResponse({{TaskInfo{6, "127.0.0.1:7"}}, true, absl::UnavailableError("x")}));
 }
 
+TEST_F(ProtoConformanceTest, Agreement) {
+  absl::StatusOr<std::string> round =
+      ProtocEncode("AgreementRoundRequest",
+                   R"(agreement: "train" num_workers: 3 worker: 2 epoch: 1 step: 300 mine: true)");
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(*round, EncodeAgreementRoundRequest({"train", 3, 2, 1, 300, true}));
+  absl::StatusOr<std::string> answer = ProtocEncode("AgreementRoundResponse", "any: true");
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, EncodeAgreementRoundResponse({true}));
+  absl::StatusOr<std::string> abandon =
+      ProtocEncode("AgreementAbandonRequest", R"(agreement: "train" num_workers: 3 worker: 1 epoch: 4)");
+  ASSERT_TRUE(abandon.ok()) << abandon.status();
+  EXPECT_EQ(*abandon, EncodeAgreementAbandonRequest({"train", 3, 1, 4}));
+}
+
 TEST_F(ProtoConformanceTest, ErrorPayload) {
   absl::StatusOr<std::string> error = ProtocEncode("ErrorPayload", R"(code: 5 message: "no job \"x\"")");
   ASSERT_TRUE(error.ok()) << error.status();
