@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "examples/data_service/functions.h"
 #include "gtest/gtest.h"
 #include "io/tfrecord_writer.h"
 #include "sluice/distribute/service.h"
@@ -166,6 +167,32 @@ TEST(ServiceProcessesTest, TheStockWorkerRunsTheLibraryFunctions) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(labels[i], i);
   processes.StopAll();
 }
+
+#ifdef SLUICE_DATA_SERVICE_EXAMPLE
+// examples/data_service: its own worker binary (WorkerMain with the example's function) serves the
+// example's client, which this process runs; the reference sequence comes back.
+TEST(ServiceProcessesTest, TheExamplesOwnWorkerBinaryServesItsFunction) {
+  Processes processes;
+  processes.dispatcher =
+      std::make_unique<ChildProcess>(SLUICE_CLI_PATH, std::vector<std::string>{"dispatcher", "--port", "0"},
+                                     testing_util::TempPath("ex_dispatcher.err"));
+  std::optional<std::string> line = processes.dispatcher->ReadLine(kStartup);
+  ASSERT_TRUE(line && absl::StartsWith(*line, "listening on ")) << processes.dispatcher->Stderr();
+  processes.address = line->substr(std::string("listening on ").size());
+  processes.workers.push_back(std::make_unique<ChildProcess>(
+      SLUICE_DATA_SERVICE_EXAMPLE,
+      std::vector<std::string>{"worker", "--dispatcher", processes.address, "--port", "0"},
+      testing_util::TempPath("ex_worker.err")));
+  std::optional<std::string> ready = processes.workers.back()->ReadLine(kStartup);
+  ASSERT_TRUE(ready && absl::StartsWith(*ready, "listening on ")) << processes.workers.back()->Stderr();
+  data_service_example::ClientConfig config;
+  config.dispatcher = processes.address;
+  absl::StatusOr<std::vector<int64_t>> values = data_service_example::RunClient(config);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(*values, (std::vector<int64_t>{1, 2, 5, 10, 17}));
+  processes.StopAll();
+}
+#endif
 
 TEST(ServiceProcessesTest, ProcessesExitCleanlyOnSigtermWithAClientConnected) {
   Processes processes;
