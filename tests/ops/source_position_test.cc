@@ -231,6 +231,20 @@ TEST(SourcePositionTest, RangeWithStepsResumesAtEveryIndex) {
   }
 }
 
+// Counts that overflow int64 arithmetic: exact where they fit, INT64_MAX where they do not (UBSan checks
+// that nothing overflows on the way).
+TEST(SourcePositionTest, RangeCardinalityOfWideRanges) {
+  EXPECT_EQ(RangeNode(0, INT64_MAX, 1).cardinality(), INT64_MAX);
+  EXPECT_EQ(RangeNode(0, INT64_MAX, 2).cardinality(), INT64_MAX / 2 + 1);
+  EXPECT_EQ(RangeNode(INT64_MIN, INT64_MAX, 1).cardinality(), INT64_MAX);
+  EXPECT_EQ(RangeNode(INT64_MIN, INT64_MAX, INT64_MAX).cardinality(), 3);  // MIN, -1, MAX - 1
+  EXPECT_EQ(RangeNode(INT64_MAX, INT64_MIN, INT64_MIN).cardinality(), 2);  // MAX, -1
+  EXPECT_EQ(RangeNode(INT64_MAX, INT64_MIN, -1).cardinality(), INT64_MAX);
+  EXPECT_EQ(RangeNode(5, 5, 1).cardinality(), 0);
+  EXPECT_EQ(RangeNode(5, 6, -1).cardinality(), 0);
+  EXPECT_EQ(RangeNode(10, -5, -3).cardinality(), 5);  // 10, 7, 4, 1, -2
+}
+
 TEST(SourcePositionTest, FromVectorResumesAtEveryIndex) {
   auto values = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"a", "b", "c", "d"});
   FromVectorNode<std::string> node(values);

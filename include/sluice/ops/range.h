@@ -27,9 +27,17 @@ class RangeNode final : public Node<int64_t>, public PositionedSource<int64_t> {
   std::string_view op_name() const override { return "Range"; }
   std::vector<Param> params() const override { return {{"start", start_}, {"stop", stop_}, {"step", step_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
+  // In unsigned arithmetic: stop - start overflows int64 for wide ranges (Range(0, INT64_MAX) with the
+  // rounding term, Range(INT64_MIN, INT64_MAX)). A count past INT64_MAX is reported as INT64_MAX.
   int64_t cardinality() const override {
-    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+    if (step_ == 0) return 0;
+    const bool up = step_ > 0;
+    if (up ? stop_ <= start_ : start_ <= stop_) return 0;
+    const uint64_t span = up ? static_cast<uint64_t>(stop_) - static_cast<uint64_t>(start_)
+                             : static_cast<uint64_t>(start_) - static_cast<uint64_t>(stop_);
+    const uint64_t stride = up ? static_cast<uint64_t>(step_) : uint64_t{0} - static_cast<uint64_t>(step_);
+    const uint64_t count = (span - 1) / stride + 1;
+    return count > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(count);
   }
   std::unique_ptr<Stream<int64_t>> MakeStream(IteratorContextPtr) const override {
     return std::make_unique<RangeStream>(start_, stop_, step_, 0);

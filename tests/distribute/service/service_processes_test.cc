@@ -34,7 +34,7 @@ SLUICE_REGISTER_FUNCTION(kTrainerOnly,
 namespace sluice::service {
 namespace {
 
-// Never drained in a test. Not INT64_MAX: RangeNode::cardinality overflows there (UBSan).
+// Never drained in a test.
 constexpr int64_t kEndless = int64_t{1} << 40;
 
 #ifdef SLUICE_CLI_PATH
