@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Draws a `sluice bench --json` file as one PNG: a panel per scenario, a group of bars per case (record
+"""Draws a `sluice bench --json` file as one PNG: a panel per scenario and metric (a scenario whose cases
+measure different things, as service's GB/s and elements/s, gets a panel for each), a group of bars per case (record
 size, thread count, replica count, ...), one bar per side (sluice first, then its baselines) at the median
 of its runs, with a line from the fastest to the slowest run. Needs Debian's python3-matplotlib.
 
@@ -20,13 +21,19 @@ def main():
         return 2
     with open(sys.argv[1]) as f:
         doc = json.load(f)
-    scenarios = [s for s in doc["scenarios"] if s["cases"]]
-    if not scenarios:
+    panels = []  # (scenario, its cases of one metric), in the file's order
+    for scenario in doc["scenarios"]:
+        metrics = []
+        for case in scenario["cases"]:
+            if case["metric"] not in metrics:
+                metrics.append(case["metric"])
+        for metric in metrics:
+            panels.append((scenario, [c for c in scenario["cases"] if c["metric"] == metric]))
+    if not panels:
         print("plot.py: no results to draw", file=sys.stderr)
         return 1
-    fig, axes = plt.subplots(len(scenarios), 1, figsize=(11, 3.6 * len(scenarios)), squeeze=False)
-    for ax, scenario in zip(axes[:, 0], scenarios):
-        cases = scenario["cases"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.6 * len(panels)), squeeze=False)
+    for ax, (scenario, cases) in zip(axes[:, 0], panels):
         sides = []
         for case in cases:
             for side in case["sides"]:
