@@ -4,9 +4,11 @@
 // bytes, an int64 label, height and width, as `sluice convert fashion-mnist` writes them).
 // Arg: the Interleave's and Map's parallel calls (-1 = autotune, the trainer's default; 0 = sequential).
 // Counters: allocs_per_sample counts every operator new of the epoch (iterator setup included) over the
-// samples delivered; items/s is samples/s.
+// samples delivered; items/s is samples/s; cpu_us_per_sample is the process's CPU time (all threads) per
+// sample, steadier than samples/s on a shared machine.
 //
 //   build/bin/quick_start_allocations_benchmark --benchmark_repetitions=5
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +32,15 @@ namespace {
 constexpr int kShards = 8;
 constexpr int64_t kExamples = 60000;
 constexpr size_t kImageBytes = 28 * 28;
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 std::filesystem::path DataDir() {
   static const std::filesystem::path dir =
@@ -81,8 +92,10 @@ void BM_QuickStartEpoch(benchmark::State& state) {
   const Dataset<fashion_mnist::ImageLabelBatch> pipeline = fashion_mnist::MakeTrainPipeline(config, shards);
   int64_t samples = 0;
   uint64_t allocations = 0;
+  double cpu_seconds = 0;
   for (auto _ : state) {
     const uint64_t before = bench::AllocationCount();
+    const double cpu_before = ProcessCpuSeconds();
     Iterator<fashion_mnist::ImageLabelBatch> it = pipeline.MakeIterator();
     int64_t epoch_samples = 0;
     for (;;) {
@@ -95,6 +108,7 @@ void BM_QuickStartEpoch(benchmark::State& state) {
       epoch_samples += (*batch)->first.shape().dim(0);
     }
     allocations += bench::AllocationCount() - before;
+    cpu_seconds += ProcessCpuSeconds() - cpu_before;
     if (epoch_samples != kExamples) {
       state.SkipWithError("an epoch did not deliver every example");
       return;
@@ -102,6 +116,8 @@ void BM_QuickStartEpoch(benchmark::State& state) {
     samples += epoch_samples;
   }
   state.SetItemsProcessed(samples);
+  state.counters["cpu_us_per_sample"] =
+      benchmark::Counter(cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(samples, 1)));
   state.counters["allocs_per_sample"] = benchmark::Counter(
       static_cast<double>(allocations) / static_cast<double>(std::max<int64_t>(samples, 1)));
 }
