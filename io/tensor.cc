@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "io/tensor_buffer_pool.h"
 
 namespace sluice {
 
@@ -112,14 +113,13 @@ class TensorBuffer {
   // Numeric payloads are left uninitialised unless `zero`; strings are always constructed because their
   // destructor must run.
   static TensorBuffer* Allocate(DType dtype, size_t count, bool zero) {
-    const size_t bytes = count * DTypeSize(dtype);
-    void* block = ::operator new (kHeaderBytes + bytes, std::align_val_t{Tensor::kAlignment});
+    void* block = AllocateTensorBlock(BlockBytes(dtype, count));
     auto* buffer = new (block) TensorBuffer(dtype, count);
     if (dtype == DType::kString) {
       auto* strings = static_cast<std::string*>(buffer->data());
       for (size_t i = 0; i < count; ++i) new (strings + i) std::string();
-    } else if (zero && bytes > 0) {
-      std::memset(buffer->data(), 0, bytes);
+    } else if (zero && count > 0) {
+      std::memset(buffer->data(), 0, count * DTypeSize(dtype));
     }
     return buffer;
   }
@@ -137,11 +137,14 @@ class TensorBuffer {
       auto* strings = static_cast<std::string*>(data());
       for (size_t i = 0; i < count_; ++i) strings[i].~basic_string();
     }
+    const size_t block_bytes = BlockBytes(dtype_, count_);
     this->~TensorBuffer();
-    ::operator delete (static_cast<void*>(this), std::align_val_t{Tensor::kAlignment});
+    FreeTensorBlock(this, block_bytes);
   }
 
  private:
+  static size_t BlockBytes(DType dtype, size_t count) { return kHeaderBytes + count * DTypeSize(dtype); }
+
   TensorBuffer(DType dtype, size_t count) : dtype_(dtype), count_(count) {}
   ~TensorBuffer() = default;
 
@@ -151,6 +154,7 @@ class TensorBuffer {
 };
 
 static_assert(sizeof(TensorBuffer) <= TensorBuffer::kHeaderBytes);
+static_assert(kTensorBlockAlignment == Tensor::kAlignment);
 
 }  // namespace detail
 

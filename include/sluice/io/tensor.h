@@ -4,8 +4,9 @@
 // - Elements: one of the DType element types below, stored densely in row-major (C) order.
 //   kString elements are std::string objects living in the buffer; every other dtype is plain data.
 // - Buffer: owned, allocated with 64-byte alignment (cache line / AVX-512 friendly) and shared by a
-//   reference count. Copying a Tensor is shallow (it shares the buffer, like tensorflow::Tensor); moving it
-//   is a few pointer swaps. Clone() makes a deep copy.
+//   reference count; freed buffers are recycled by size class (io/tensor_buffer_pool.h). Copying a Tensor
+//   is shallow (it shares the buffer, like tensorflow::Tensor); moving it is a few word copies and never
+//   allocates. Clone() makes a deep copy.
 // - Views: Slice() along dim 0 and Reshape() return Tensors sharing the same buffer (zero copy). A slice's
 //   data() is aligned only as far as its byte offset allows; a freshly allocated tensor's data() is
 //   64-byte aligned (also for zero elements).
