@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "io/proto_wire.h"
@@ -358,15 +360,15 @@ class KeyTable {
     return absl::OkStatus();
   }
 
-  // Tries the entry after the previous hit first: writers emit map entries in a stable order (TFX and
-  // Python's protobuf sort them by key), so a record usually costs one comparison per feature; otherwise
-  // a binary search.
-  int Find(std::string_view key) {
-    if (hint_ < keys_.size() && keys_[hint_].key == key) return keys_[hint_++].index;
+  // Tries the entry after the previous hit (`hint`, per record) first: writers emit map entries in a
+  // stable order (TFX and Python's protobuf sort them by key), so a record usually costs one comparison
+  // per feature; otherwise a binary search.
+  int Find(std::string_view key, size_t& hint) const {
+    if (hint < keys_.size() && keys_[hint].key == key) return keys_[hint++].index;
     auto it = std::lower_bound(keys_.begin(), keys_.end(), key,
                                [](const Key& k, std::string_view wanted) { return k.key < wanted; });
     if (it == keys_.end() || it->key != key) return -1;
-    hint_ = static_cast<size_t>(it - keys_.begin()) + 1;
+    hint = static_cast<size_t>(it - keys_.begin()) + 1;
     return it->index;
   }
 
@@ -377,15 +379,18 @@ class KeyTable {
     friend bool operator<(const Key& a, const Key& b) { return a.key < b.key; }
   };
   std::vector<Key> keys_;
-  size_t hint_ = 0;
 };
 
+// Where each spec key's Feature bytes are in one record; inline for specs of up to 8 keys.
+using Slots = absl::InlinedVector<std::string_view, 8>;
+
 // Finds the Feature bytes of every spec key in one Features message. slots[i].data() == nullptr: absent.
-bool CollectFeatures(std::string_view features, const char* origin, KeyTable& keys,
-                     std::vector<std::string_view>& slots, WireError* error) {
+bool CollectFeatures(std::string_view features, const char* origin, const KeyTable& keys, Slots& slots,
+                     WireError* error) {
+  size_t hint = 0;
   return ForEachMapEntry(features, origin, error,
                          [&](std::string_view key, std::string_view value, WireError*) {
-                           const int index = keys.Find(key);
+                           const int index = keys.Find(key, hint);
                            if (index >= 0) slots[static_cast<size_t>(index)] = value;  // last one wins
                            return true;
                          });
@@ -534,7 +539,7 @@ absl::Status FillFixed(std::string_view feature, const char* origin, const Fixed
 }
 
 // Collects the spec's features of one serialized Example into slots.
-absl::Status CollectExample(std::string_view serialized, KeyTable& keys, std::vector<std::string_view>& slots,
+absl::Status CollectExample(std::string_view serialized, const KeyTable& keys, Slots& slots,
                             std::string_view record_name) {
   for (std::string_view& slot : slots) slot = std::string_view();
   const char* origin = serialized.data();
@@ -687,12 +692,12 @@ absl::Status ValidateParseSpec(const ParseSpec& spec) {
   return KeyTable(spec.fixed, spec.var).CheckUnique();
 }
 
-absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
-                                           std::string_view record_name) {
-  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
-  KeyTable keys(spec.fixed, spec.var);
-  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
-  std::vector<std::string_view> slots(keys.size());
+namespace {
+
+// ParseExample on a validated spec and its key table.
+absl::StatusOr<ParsedExample> ParseWith(std::string_view serialized, const ParseSpec& spec,
+                                        const KeyTable& keys, std::string_view record_name) {
+  Slots slots(keys.size());
   if (absl::Status s = CollectExample(serialized, keys, slots, record_name); !s.ok()) return s;
 
   const char* origin = serialized.data();
@@ -716,17 +721,16 @@ absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const Pa
   return out;
 }
 
-absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
-                                                const ParseSpec& spec, std::span<const std::string> names) {
-  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
+// ParseExampleBatch on a validated spec and its key table.
+absl::StatusOr<ParsedExample> ParseBatchWith(std::span<const std::string_view> serialized,
+                                             const ParseSpec& spec, const KeyTable& keys,
+                                             std::span<const std::string> names) {
   if (!names.empty() && names.size() != serialized.size()) {
     return absl::InvalidArgumentError(absl::StrCat("ParseExampleBatch: ", names.size(), " names for ",
                                                    serialized.size(), " records"));
   }
   const int64_t batch = static_cast<int64_t>(serialized.size());
-  KeyTable keys(spec.fixed, spec.var);
-  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
-  std::vector<std::string_view> slots(keys.size());
+  Slots slots(keys.size());
 
   ParsedExample out;
   out.fixed.reserve(spec.fixed.size());
@@ -758,7 +762,7 @@ absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view
     if (!s.ok()) {
       // Re-run the failing record with its name so the message says which record it was.
       const std::string name = BatchRecordName(names, r);
-      absl::StatusOr<ParsedExample> named = ParseExample(record, spec, name);
+      absl::StatusOr<ParsedExample> named = ParseWith(record, spec, keys, name);
       if (!named.ok()) return named.status();
       return s;  // not expected: the single-record parse agreed the record is fine
     }
@@ -766,6 +770,51 @@ absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view
   out.var.reserve(accs.size());
   for (VarAccumulator& acc : accs) out.var.push_back(acc.Finish());
   return out;
+}
+
+}  // namespace
+
+// The spec and its sorted keys, built once. The table views the spec's key strings, so the two live
+// together and never move.
+struct ExampleParser::Compiled {
+  explicit Compiled(ParseSpec s) : spec(std::move(s)), keys(spec.fixed, spec.var) {}
+  const ParseSpec spec;
+  const KeyTable keys;
+};
+
+absl::StatusOr<ExampleParser> ExampleParser::Create(ParseSpec spec) {
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
+  auto compiled = std::make_shared<const Compiled>(std::move(spec));
+  if (absl::Status s = compiled->keys.CheckUnique(); !s.ok()) return s;
+  return ExampleParser(std::move(compiled));
+}
+
+const ParseSpec& ExampleParser::spec() const { return compiled_->spec; }
+
+absl::StatusOr<ParsedExample> ExampleParser::Parse(std::string_view serialized,
+                                                   std::string_view record_name) const {
+  return ParseWith(serialized, compiled_->spec, compiled_->keys, record_name);
+}
+
+absl::StatusOr<ParsedExample> ExampleParser::ParseBatch(std::span<const std::string_view> serialized,
+                                                        std::span<const std::string> names) const {
+  return ParseBatchWith(serialized, compiled_->spec, compiled_->keys, names);
+}
+
+absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
+                                           std::string_view record_name) {
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
+  KeyTable keys(spec.fixed, spec.var);
+  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
+  return ParseWith(serialized, spec, keys, record_name);
+}
+
+absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
+                                                const ParseSpec& spec, std::span<const std::string> names) {
+  if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
+  KeyTable keys(spec.fixed, spec.var);
+  if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
+  return ParseBatchWith(serialized, spec, keys, names);
 }
 
 absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view serialized,
@@ -778,8 +827,8 @@ absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view seri
   KeyTable list_keys(sequence_spec.fixed, sequence_spec.var);
   if (absl::Status s = context_keys.CheckUnique(); !s.ok()) return s;
   if (absl::Status s = list_keys.CheckUnique(); !s.ok()) return s;
-  std::vector<std::string_view> context_slots(context_keys.size());
-  std::vector<std::string_view> list_slots(list_keys.size());
+  Slots context_slots(context_keys.size());
+  Slots list_slots(list_keys.size());
 
   const char* origin = serialized.data();
   WireError error;

@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "io/tensor_buffer_pool.h"
 
 namespace sluice {
 
@@ -101,32 +102,6 @@ float HalfToFloat(Half value) {
   return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
 
-int64_t Shape::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
-
-bool Shape::IsValid() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) {
-    if (d < 0) return false;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return false;
-    n *= d;
-  }
-  return true;
-}
-
-Shape Shape::Prepend(int64_t dim) const {
-  std::vector<int64_t> dims;
-  dims.reserve(dims_.size() + 1);
-  dims.push_back(dim);
-  dims.insert(dims.end(), dims_.begin(), dims_.end());
-  return Shape(std::move(dims));
-}
-
-std::string Shape::DebugString() const { return absl::StrCat("[", absl::StrJoin(dims_, ","), "]"); }
-
 namespace detail {
 
 // Layout of one allocation: [TensorBuffer header, padded to kAlignment][elements]. The block itself is
@@ -138,14 +113,13 @@ class TensorBuffer {
   // Numeric payloads are left uninitialised unless `zero`; strings are always constructed because their
   // destructor must run.
   static TensorBuffer* Allocate(DType dtype, size_t count, bool zero) {
-    const size_t bytes = count * DTypeSize(dtype);
-    void* block = ::operator new(kHeaderBytes + bytes, std::align_val_t{Tensor::kAlignment});
+    void* block = AllocateTensorBlock(BlockBytes(dtype, count));
     auto* buffer = new (block) TensorBuffer(dtype, count);
     if (dtype == DType::kString) {
       auto* strings = static_cast<std::string*>(buffer->data());
       for (size_t i = 0; i < count; ++i) new (strings + i) std::string();
-    } else if (zero && bytes > 0) {
-      std::memset(buffer->data(), 0, bytes);
+    } else if (zero && count > 0) {
+      std::memset(buffer->data(), 0, count * DTypeSize(dtype));
     }
     return buffer;
   }
@@ -163,11 +137,14 @@ class TensorBuffer {
       auto* strings = static_cast<std::string*>(data());
       for (size_t i = 0; i < count_; ++i) strings[i].~basic_string();
     }
+    const size_t block_bytes = BlockBytes(dtype_, count_);
     this->~TensorBuffer();
-    ::operator delete(static_cast<void*>(this), std::align_val_t{Tensor::kAlignment});
+    FreeTensorBlock(this, block_bytes);
   }
 
  private:
+  static size_t BlockBytes(DType dtype, size_t count) { return kHeaderBytes + count * DTypeSize(dtype); }
+
   TensorBuffer(DType dtype, size_t count) : dtype_(dtype), count_(count) {}
   ~TensorBuffer() = default;
 
@@ -177,13 +154,18 @@ class TensorBuffer {
 };
 
 static_assert(sizeof(TensorBuffer) <= TensorBuffer::kHeaderBytes);
+static_assert(kTensorBlockAlignment == Tensor::kAlignment);
 
 }  // namespace detail
 
 Tensor::Tensor() : shape_({0}) {}
 
 Tensor::Tensor(DType dtype, Shape shape, detail::TensorBuffer* buffer, size_t offset)
-    : dtype_(dtype), shape_(std::move(shape)), num_elements_(shape_.num_elements()), buffer_(buffer), offset_(offset) {}
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      num_elements_(shape_.num_elements()),
+      buffer_(buffer),
+      offset_(offset) {}
 
 Tensor::Tensor(const Tensor& other)
     : dtype_(other.dtype_),
@@ -208,14 +190,9 @@ Tensor& Tensor::operator=(const Tensor& other) {
 }
 
 // Leaves a moved-from tensor a valid empty one, shape [0], rather than one whose shape and element count
-// disagree. That shape costs an allocation: out of memory, the source keeps no dimensions instead of
-// this noexcept move terminating the process.
+// disagree. A rank-1 shape is stored inline, so this never allocates.
 void Tensor::LeaveMovedFrom(Tensor& other) noexcept {
-  try {
-    other.shape_ = Shape({0});
-  } catch (const std::bad_alloc&) {
-    other.shape_ = Shape();
-  }
+  other.shape_ = Shape({0});
   other.num_elements_ = 0;
   other.offset_ = 0;
 }
@@ -292,8 +269,8 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t start, int64_t limit) const {
     return absl::InvalidArgumentError(
         absl::StrCat("Tensor::Slice: range [", start, ", ", limit, ") is outside dim 0 of size ", rows));
   }
-  std::vector<int64_t> dims = shape_.dims();
-  dims[0] = limit - start;
+  Shape dims = shape_;
+  dims.set_dim(0, limit - start);
   const int64_t row_elements = rows == 0 ? 0 : num_elements_ / rows;
   const size_t offset = offset_ + static_cast<size_t>(start * row_elements) * DTypeSize(dtype_);
   if (buffer_ != nullptr) buffer_->Ref();  // the view owns its own reference
@@ -307,9 +284,8 @@ absl::StatusOr<Tensor> Tensor::SubTensor(int64_t index) const {
     return absl::InvalidArgumentError(
         absl::StrCat("Tensor::SubTensor: index ", index, " is outside dim 0 of size ", shape_.dim(0)));
   }
-  std::vector<int64_t> dims(shape_.dims().begin() + 1, shape_.dims().end());
   Tensor& view = *row;
-  view.shape_ = Shape(std::move(dims));
+  view.shape_ = Shape(shape_.dims().subspan(1));
   return std::move(view);
 }
 

@@ -69,20 +69,21 @@ std::string SpecString(const ParseSpec& spec) {
   return absl::StrCat("fixed=[", absl::StrJoin(fixed, ", "), "], var=[", absl::StrJoin(var, ", "), "]");
 }
 
-absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec, int64_t index) {
-  absl::StatusOr<ParsedExample> parsed = ParseExample(record, spec);
+absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ExampleParser& parser,
+                                       int64_t index) {
+  absl::StatusOr<ParsedExample> parsed = parser.Parse(record);
   if (parsed.ok()) return parsed;
   // Parse again with a name only on failure: naming every record would cost a string per element.
   const std::string name = absl::StrCat("element ", index);
-  parsed = ParseExample(record, spec, name);
+  parsed = parser.Parse(record, name);
   return AnnotateError(parsed.ok() ? absl::InternalError("parse failed once, then succeeded") : parsed.status(),
                        "ParseExample", index);
 }
 
-absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records, const ParseSpec& spec,
+absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records, const ExampleParser& parser,
                                         int64_t index) {
   std::vector<std::string_view> views(records.begin(), records.end());
-  absl::StatusOr<ParsedExample> parsed = ParseExampleBatch(views, spec);
+  absl::StatusOr<ParsedExample> parsed = parser.ParseBatch(views);
   if (parsed.ok()) return parsed;
   return AnnotateError(parsed.status(), "ParseExample", index);
 }

@@ -1,11 +1,10 @@
-#include "sluice/io/example.h"
-
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -17,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto_wire.h"
+#include "sluice/io/example.h"
 #include "sluice/io/tensor.h"
 
 namespace sluice {
@@ -557,6 +557,79 @@ TEST(ExampleParserTest, ConcurrentParsesShareOneSpec) {
       for (int i = 0; i < 200; ++i) {
         absl::StatusOr<ParsedExample> got = ParseExample(record, spec);
         if (!got.ok() || !(got->fixed[0] == want->fixed[0]) || !(got->var[0].values == want->var[0].values)) {
+          ++failures[static_cast<size_t>(t)];
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+// ---- ExampleParser: a spec compiled once ------------------------------------------------------------------
+
+TEST(ExampleParserTest, CompiledParserMatchesParseExample) {
+  const ParseSpec spec = RichSpec();
+  absl::StatusOr<ExampleParser> parser = ExampleParser::Create(spec);
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  EXPECT_EQ(parser->spec().fixed.size(), spec.fixed.size());
+  const std::vector<std::string> records = {RichRecord(), RichRecord()};
+  absl::StatusOr<ParsedExample> want = ParseExample(records[0], spec);
+  absl::StatusOr<ParsedExample> got = parser->Parse(records[0]);
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(got->fixed.size(), want->fixed.size());
+  for (size_t i = 0; i < want->fixed.size(); ++i) EXPECT_EQ(got->fixed[i], want->fixed[i]);
+  ASSERT_EQ(got->var.size(), want->var.size());
+  for (size_t i = 0; i < want->var.size(); ++i) {
+    EXPECT_EQ(got->var[i].values, want->var[i].values);
+    EXPECT_EQ(got->var[i].row_lengths, want->var[i].row_lengths);
+  }
+  const std::vector<std::string_view> views(records.begin(), records.end());
+  absl::StatusOr<ParsedExample> batch = parser->ParseBatch(views);
+  absl::StatusOr<ParsedExample> want_batch = ParseExampleBatch(views, spec);
+  ASSERT_TRUE(batch.ok() && want_batch.ok());
+  for (size_t i = 0; i < want_batch->fixed.size(); ++i) EXPECT_EQ(batch->fixed[i], want_batch->fixed[i]);
+}
+
+TEST(ExampleParserTest, CompiledParserErrorsAsParseExample) {
+  const std::string record = ExampleBuilder().AddFloats("y", {1}).Serialize();
+  absl::StatusOr<ExampleParser> parser = ExampleParser::Create(FloatSpec("x", 1));
+  ASSERT_TRUE(parser.ok());
+  EXPECT_EQ(parser->Parse(record, "r7").status(), ParseExample(record, FloatSpec("x", 1), "r7").status());
+  EXPECT_EQ(parser->Parse("\x0f").status(), ParseExample("\x0f", FloatSpec("x", 1)).status());
+  const std::vector<std::string_view> views = {record};
+  const std::vector<std::string> names = {"only.tfrecord:0"};
+  EXPECT_THAT(parser->ParseBatch(views, names).status().message(), HasSubstr("Name: only.tfrecord:0"));
+
+  ParseSpec twice;
+  twice.fixed.push_back({"x", DType::kInt64, Shape({1}), std::nullopt});
+  twice.var.push_back({"x", DType::kInt64});
+  EXPECT_EQ(ExampleParser::Create(twice).status().code(), absl::StatusCode::kInvalidArgument);
+  ParseSpec int32_spec;
+  int32_spec.fixed.push_back({"x", DType::kInt32, Shape({1}), std::nullopt});
+  EXPECT_THAT(ExampleParser::Create(int32_spec).status().message(),
+              HasSubstr("only float, int64 and string"));
+}
+
+TEST(ExampleParserTest, CompiledParserOutlivesItsSourceAndIsShared) {
+  std::optional<ExampleParser> copy;
+  {
+    ParseSpec spec;
+    // Short keys live inside the std::string (SSO): the compiled lookup must not point into `spec`.
+    spec.fixed.push_back({"b", DType::kInt64, Shape({1}), std::nullopt});
+    spec.fixed.push_back({"a", DType::kInt64, Shape({1}), std::nullopt});
+    absl::StatusOr<ExampleParser> parser = ExampleParser::Create(std::move(spec));
+    ASSERT_TRUE(parser.ok());
+    copy = *parser;
+  }
+  const std::string record = ExampleBuilder().AddInt64s("a", {1}).AddInt64s("b", {2}).Serialize();
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&copy, &record, &failures, t] {
+      for (int i = 0; i < 200; ++i) {
+        absl::StatusOr<ParsedExample> got = copy->Parse(record);
+        if (!got.ok() || got->fixed[0].data<int64_t>()[0] != 2 || got->fixed[1].data<int64_t>()[0] != 1) {
           ++failures[static_cast<size_t>(t)];
         }
       }

@@ -38,6 +38,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,6 +108,28 @@ SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseExample(std::string_view serial
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
                                                               const ParseSpec& spec,
                                                               std::span<const std::string> names = {});
+
+// A spec validated once, with its key lookup built once, for parsing many records: ParseExample and
+// ParseExampleBatch redo both per call. Results and errors are theirs. Copies share the (immutable)
+// compiled spec; one parser may be used by many threads at once.
+//
+//   absl::StatusOr<ExampleParser> parser = ExampleParser::Create(spec);
+//   absl::StatusOr<ParsedExample> parsed = parser->Parse(record);
+class SLUICE_EXPORT ExampleParser {
+ public:
+  // InvalidArgument for a spec ValidateParseSpec rejects.
+  static absl::StatusOr<ExampleParser> Create(ParseSpec spec);
+
+  const ParseSpec& spec() const;
+  absl::StatusOr<ParsedExample> Parse(std::string_view serialized, std::string_view record_name = "") const;
+  absl::StatusOr<ParsedExample> ParseBatch(std::span<const std::string_view> serialized,
+                                           std::span<const std::string> names = {}) const;
+
+ private:
+  struct Compiled;
+  explicit ExampleParser(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
+  std::shared_ptr<const Compiled> compiled_;
+};
 
 // A feature list entry of a SequenceExample, parsed into [num_steps, *shape]: every step must hold
 // shape.num_elements() values. A missing list is an error unless allow_missing, which gives [0, *shape].

@@ -4,8 +4,9 @@
 // - Elements: one of the DType element types below, stored densely in row-major (C) order.
 //   kString elements are std::string objects living in the buffer; every other dtype is plain data.
 // - Buffer: owned, allocated with 64-byte alignment (cache line / AVX-512 friendly) and shared by a
-//   reference count. Copying a Tensor is shallow (it shares the buffer, like tensorflow::Tensor); moving it
-//   is a few pointer swaps. Clone() makes a deep copy.
+//   reference count; freed buffers are recycled by size class (io/tensor_buffer_pool.h). Copying a Tensor
+//   is shallow (it shares the buffer, like tensorflow::Tensor); moving it is a few word copies and never
+//   allocates. Clone() makes a deep copy.
 // - Views: Slice() along dim 0 and Reshape() return Tensors sharing the same buffer (zero copy). A slice's
 //   data() is aligned only as far as its byte offset allows; a freshly allocated tensor's data() is
 //   64-byte aligned (also for zero elements).
@@ -34,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/export.h"
+#include "sluice/io/shape.h"
 
 namespace sluice {
 
@@ -87,31 +89,6 @@ struct DTypeOf<double> {
 template <>
 struct DTypeOf<std::string> {
   static constexpr DType value = DType::kString;
-};
-
-// Dimensions of a tensor; rank 0 is a scalar with one element. Every dimension is >= 0.
-class SLUICE_EXPORT Shape {
- public:
-  Shape() = default;
-  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
-
-  size_t rank() const { return dims_.size(); }
-  int64_t dim(size_t i) const { return dims_[i]; }
-  const std::vector<int64_t>& dims() const { return dims_; }
-  // Product of the dimensions (1 for a scalar).
-  int64_t num_elements() const;
-  // True when every dimension is >= 0 and the element count fits in int64 without overflow.
-  bool IsValid() const;
-  // A new shape with `dim` in front: [dim, *this]. Used to stack per-record tensors into a batch.
-  Shape Prepend(int64_t dim) const;
-  // "[2,3]"; "[]" for a scalar.
-  std::string DebugString() const;
-
-  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
-
- private:
-  std::vector<int64_t> dims_;
 };
 
 namespace detail {
@@ -185,7 +162,8 @@ class SLUICE_EXPORT Tensor {
   // Untyped element storage (nullptr for a default-constructed tensor).
   void* raw_data() const;
 
-  // Rows [start, limit) along dim 0, sharing the buffer. Requires rank >= 1 and 0 <= start <= limit <= dim(0).
+  // Rows [start, limit) along dim 0, sharing the buffer. Requires rank >= 1 and 0 <= start <= limit <=
+  // dim(0).
   absl::StatusOr<Tensor> Slice(int64_t start, int64_t limit) const;
   // Row `index` along dim 0 with that dimension dropped (shape [d1, ...]), sharing the buffer.
   absl::StatusOr<Tensor> SubTensor(int64_t index) const;
@@ -213,7 +191,7 @@ class SLUICE_EXPORT Tensor {
   Shape shape_;
   int64_t num_elements_ = 0;
   detail::TensorBuffer* buffer_ = nullptr;  // owns one reference; null for a default tensor
-  size_t offset_ = 0;  // byte offset of this view inside buffer_
+  size_t offset_ = 0;                       // byte offset of this view inside buffer_
 };
 
 template <class T>

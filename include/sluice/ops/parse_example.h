@@ -19,7 +19,8 @@
 //   do not end the stream.
 // - Cardinality: the input's.
 // - Threading/cancellation: synchronous; parses on the consumer's thread (put a parallel Map or Prefetch
-//   around it for parallelism). The spec is shared, immutable, by all iterators.
+//   around it for parallelism). The spec is validated and its key lookup built once (ExampleParser),
+//   shared, immutable, by all iterators.
 // - Looking features up: FeatureByKey / VarFeatureByKey return the parsed value for a key of the spec, so
 //   user code does not index fixed[] / var[] by position.
 //
@@ -77,33 +78,34 @@ SLUICE_EXPORT absl::StatusOr<ParseSpec> DecodeParseSpec(std::string_view bytes);
 
 namespace detail_parse {
 // One record / one batch; errors carry the op name and element index.
-SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ParseSpec& spec,
+SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseOne(const std::string& record, const ExampleParser& parser,
                                                      int64_t index);
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseMany(const std::vector<std::string>& records,
-                                                      const ParseSpec& spec, int64_t index);
+                                                      const ExampleParser& parser, int64_t index);
 }  // namespace detail_parse
 
 template <class In>
   requires IsSerializedExamples<In>
 class ParseExampleNode final : public Node<ParsedExample> {
  public:
-  ParseExampleNode(NodePtr<In> input, std::shared_ptr<const ParseSpec> spec)
-      : input_(std::move(input)), spec_(std::move(spec)) {}
+  ParseExampleNode(NodePtr<In> input, ExampleParser parser)
+      : input_(std::move(input)), parser_(std::move(parser)) {}
   std::string_view op_name() const override { return "ParseExample"; }
   std::vector<Param> params() const override {
-    return {{"spec", ParseSpecParam(*spec_)}, {"batched", std::same_as<In, std::vector<std::string>>}};
+    return {{"spec", ParseSpecParam(parser_.spec())},
+            {"batched", std::same_as<In, std::vector<std::string>>}};
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<ParsedExample>> MakeStream(IteratorContextPtr context) const override {
-    return std::make_unique<ParseStream>(input_->MakeStream(std::move(context)), spec_);
+    return std::make_unique<ParseStream>(input_->MakeStream(std::move(context)), parser_);
   }
 
  private:
   class ParseStream final : public Stream<ParsedExample> {
    public:
-    ParseStream(std::unique_ptr<Stream<In>> input, std::shared_ptr<const ParseSpec> spec)
-        : input_(std::move(input)), spec_(std::move(spec)) {}
+    ParseStream(std::unique_ptr<Stream<In>> input, ExampleParser parser)
+        : input_(std::move(input)), parser_(std::move(parser)) {}
     PollState Poll(absl::StatusOr<ParsedExample>* out) override {
       PollState state = input_->Poll(&in_);
       if (state != PollState::kReady) return state;
@@ -111,9 +113,9 @@ class ParseExampleNode final : public Node<ParsedExample> {
       if (!in_.ok()) {
         *out = std::move(in_).status();
       } else if constexpr (std::same_as<In, std::string>) {
-        *out = detail_parse::ParseOne(*in_, *spec_, index);
+        *out = detail_parse::ParseOne(*in_, parser_, index);
       } else {
-        *out = detail_parse::ParseMany(*in_, *spec_, index);
+        *out = detail_parse::ParseMany(*in_, parser_, index);
       }
       return PollState::kReady;
     }
@@ -121,25 +123,26 @@ class ParseExampleNode final : public Node<ParsedExample> {
 
    private:
     std::unique_ptr<Stream<In>> input_;
-    std::shared_ptr<const ParseSpec> spec_;
+    ExampleParser parser_;
     int64_t index_ = 0;
     absl::StatusOr<In> in_;
   };
 
   NodePtr<In> input_;
-  std::shared_ptr<const ParseSpec> spec_;
+  ExampleParser parser_;  // the spec, validated and compiled once for every record
 };
 
 // Dataset::ParseExample's node, or an error source for an invalid spec.
 template <class In>
   requires IsSerializedExamples<In>
 NodePtr<ParsedExample> MakeParseExample(NodePtr<In> input, ParseSpec spec) {
-  absl::Status valid = ValidateParseSpec(spec);
-  if (!valid.ok()) {
-    return MakeErrorSource<ParsedExample>(
-        "ParseExample", absl::Status(valid.code(), absl::StrCat("ParseExample: ", valid.message())));
-  }
-  return std::make_shared<ParseExampleNode<In>>(std::move(input), std::make_shared<const ParseSpec>(std::move(spec)));
+    absl::StatusOr<ExampleParser> parser = ExampleParser::Create(std::move(spec));
+    if (!parser.ok()) {
+      const absl::Status& invalid = parser.status();
+      return MakeErrorSource<ParsedExample>(
+          "ParseExample", absl::Status(invalid.code(), absl::StrCat("ParseExample: ", invalid.message())));
+    }
+    return std::make_shared<ParseExampleNode<In>>(std::move(input), *std::move(parser));
 }
 
 }  // namespace ops
