@@ -521,6 +521,21 @@ TEST(CheckpointTest, FiguresShuffleStateSizeAndTime) {
   std::cout << "Shuffle(1000) of int64: state " << state->size() << " bytes, save " << us(saved - start)
             << " us, restore " << us(restored - saved) << " us\n";
   EXPECT_LT(state->size(), 20000u);
+
+  // A file pipeline with a full Prefetch(64) of batches: the buffered batches dominate the state.
+  std::vector<std::string> files;
+  for (int i = 0; i < 3; ++i) {
+    files.push_back(testing_util::SharedTFRecord(
+        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+  }
+  auto batches = TFRecord(files, Compression::kGzip).Batch(8).Prefetch(64);
+  Iterator<std::vector<std::string>> file_it = batches.MakeIterator();
+  (void)file_it.NextBlocking();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // lets the buffer fill; not asserted
+  absl::StatusOr<std::string> file_state = file_it.SaveBlocking();
+  ASSERT_TRUE(file_state.ok()) << file_state.status();
+  std::cout << "TFRecord(3 GZIP shards).Batch(8).Prefetch(64), buffer full: state " << file_state->size()
+            << " bytes\n";
 }
 
 }  // namespace
