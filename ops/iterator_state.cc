@@ -64,6 +64,11 @@ void IteratorState::ResumePass(const NodeKey& key, uint64_t pass) {
   entry.record.next_pass = std::max(entry.record.next_pass, pass + 1);
 }
 
+void IteratorState::Restore(const NodeKey& key, const NodeRecord& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EntryLocked(key).record = record;
+}
+
 std::shared_ptr<void> IteratorState::ResourceErased(const NodeKey& key, const std::type_info& type,
                                                     absl::FunctionRef<std::shared_ptr<void>()> make) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -83,6 +83,9 @@ class Channel {
       if (closed_) return absl::FailedPreconditionError("Channel::Push: channel closed");
       return absl::OkStatus();
     }
+    // After a push that failed (closed or cancelled), the value it did not enqueue: a producer that is
+    // paused rather than torn down keeps it.
+    T& value() noexcept { return value_; }
 
    private:
     friend class Channel;

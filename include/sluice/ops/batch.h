@@ -102,6 +102,35 @@ class GroupStream final : public Stream<std::vector<T>> {
   }
   Task<void> WaitReady() override { return input_->WaitReady(); }
 
+  // Checkpoint state (Batch's): the partial group and whether the input ended.
+  template <class U = T>
+  requires HasElementCodec<U>
+  void WriteState(CheckpointWriter* writer, std::string_view path, int64_t batch_index) const {
+    writer->WriteState(path, batch_index, elements_, ended_);
+  }
+  template <class U = T>
+  requires HasElementCodec<U>
+  static absl::StatusOr<std::unique_ptr<GroupStream>> Restore(NodePtr<T> input_node,
+                                                              IteratorContextPtr context,
+                                                              const CheckpointReader& reader,
+                                                              const std::string& path, int64_t batch_size,
+                                                              bool drop_remainder, int64_t* batch_index) {
+    std::vector<T> elements;
+    bool ended = false;
+    if (absl::Status s = reader.ReadState(path, batch_index, &elements, &ended); !s.ok()) return s;
+    if (static_cast<int64_t>(elements.size()) >= batch_size) {
+      return reader.Corrupt(
+          path, absl::DataLossError(absl::StrCat(elements.size(), " elements in a partial batch")));
+    }
+    auto input = input_node->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    auto stream = std::make_unique<GroupStream>(std::move(*input), batch_size, drop_remainder);
+    stream->elements_ = std::move(elements);
+    stream->ended_ = ended;
+    return stream;
+  }
+  Stream<T>& input() { return *input_; }
+
  private:
   std::unique_ptr<Stream<T>> input_;
   int64_t batch_size_;
@@ -161,6 +190,23 @@ class BatchNode final : public Node<Batched<T>> {
                                              initial, max_parallelism, deterministic,
                                              tuned ? TunerFor(*context) : nullptr);
   }
+  // Sequential batching only: a parallel Batch is refused when saving (its stream does not save).
+  absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      if (num_parallel_calls_ != 0 && num_parallel_calls_ != 1) return reader.Unsupported(path);
+      int64_t index = 0;
+      auto groups = GroupStream<T>::Restore(input_, std::move(context), reader, path, batch_size_,
+                                            drop_remainder_, &index);
+      if (!groups.ok()) return groups.status();
+      auto stream = std::make_unique<InlineBatchStream>(std::move(*groups));
+      stream->index_ = index;
+      return stream;
+    }
+  }
 
  private:
   class InlineBatchStream final : public Stream<B> {
@@ -178,11 +224,20 @@ class BatchNode final : public Node<Batched<T>> {
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return groups_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<B>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        groups_->WriteState(writer.get(), path, index_);
+        return groups_->input().Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
+
+    int64_t index_ = 0;  // of the next output batch, for error messages
 
    private:
     std::unique_ptr<GroupStream<T>> groups_;
     absl::StatusOr<std::vector<T>> group_;
-    int64_t index_ = 0;  // of the next output batch, for error messages
   };
 
   NodePtr<T> input_;

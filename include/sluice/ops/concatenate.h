@@ -29,6 +29,25 @@ class ConcatenateNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<ConcatenateStream>(first_->MakeStream(context), second_, context);
   }
+  // State: which input is current (0, 1, or 2 when both ended) and its state at its child path.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    uint64_t current = 0;
+    if (absl::Status s = reader.ReadState(path, &current); !s.ok()) return s;
+    if (current > 2) return reader.Corrupt(path, absl::DataLossError(absl::StrCat("input ", current)));
+    std::unique_ptr<Stream<T>> stream;
+    if (current < 2) {
+      auto restored =
+          (current == 0 ? first_ : second_)->RestoreStream(context, reader, ChildNodePath(path, current));
+      if (!restored.ok()) return restored.status();
+      stream = std::move(*restored);
+    }
+    auto concatenated = std::make_unique<ConcatenateStream>(
+        std::move(stream), current == 0 ? second_ : nullptr, std::move(context));
+    concatenated->current_index_ = current;
+    return concatenated;
+  }
 
  private:
   class ConcatenateStream final : public Stream<T> {
@@ -43,9 +62,18 @@ class ConcatenateNode final : public Node<T> {
         // The second input is only opened once the first is done.
         current_ = second_ ? second_->MakeStream(context_) : nullptr;
         second_ = nullptr;
+        ++current_index_;
       }
     }
     Task<void> WaitReady() override { return current_ ? current_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      const uint64_t current = current_ ? current_index_ : 2;
+      writer->WriteState(path, current);
+      if (!current_) return Stream<T>::SaveResult(absl::OkStatus());
+      return current_->Save(std::move(writer), ChildNodePath(path, current));
+    }
+
+    uint64_t current_index_ = 0;  // the input current_ reads
 
    private:
     std::unique_ptr<Stream<T>> current_;

@@ -14,24 +14,25 @@
 #ifndef SLUICE_OPS_DATASET_H_
 #define SLUICE_OPS_DATASET_H_
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/ops/cardinality.h"
-#include "sluice/ops/iterator.h"
-#include "sluice/ops/op_node.h"
+#include "sluice/engine/thread_pool.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/bucket_by_sequence_length.h"
 #include "sluice/ops/cache.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/checkpoint_state.h"
 #include "sluice/ops/concatenate.h"
 #include "sluice/ops/enumerate_shard.h"
 #include "sluice/ops/error_source.h"
@@ -42,15 +43,18 @@
 #include "sluice/ops/function_registry.h"
 #include "sluice/ops/ignore_errors.h"
 #include "sluice/ops/interleave.h"
+#include "sluice/ops/iterator.h"
 #include "sluice/ops/map.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/options.h"
 #include "sluice/ops/padded_batch.h"
 #include "sluice/ops/parallel_interleave.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/parse_example.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/range.h"
-#include "sluice/ops/registered_dataset.h"
 #include "sluice/ops/rebatch.h"
+#include "sluice/ops/registered_dataset.h"
 #include "sluice/ops/repeat.h"
 #include "sluice/ops/sample_from_datasets.h"
 #include "sluice/ops/scan.h"
@@ -59,8 +63,6 @@
 #include "sluice/ops/take_while.h"
 #include "sluice/ops/unbatch.h"
 #include "sluice/ops/zip.h"
-#include "sluice/ops/options.h"
-#include "sluice/engine/thread_pool.h"
 
 namespace sluice {
 
@@ -89,16 +91,29 @@ class Dataset {
   std::string DebugString() const { return sluice::DebugString(*node_); }
 
   Iterator<T> MakeIterator(Options options = {}) const {
-    auto context = std::make_shared<IteratorContext>();
-    context->options = options;
-    if (options.thread_pool_size > 0) {
-      context->private_pool = std::make_shared<ThreadPool>(options.thread_pool_size);
-      context->pool = context->private_pool.get();
-    } else {
-      context->pool = &ThreadPool::Default();
-    }
+    IteratorContextPtr shared = MakeContext(options);
+    return Iterator<T>(node_->MakeStream(shared), shared, node_);
+  }
+
+  // An iterator continuing exactly where the one that saved `state` stood (Iterator::Save,
+  // docs/checkpoint.md), over fresh streams. FailedPrecondition when the state was saved from another
+  // pipeline (naming the first differing op) or holds an op this build cannot restore; DataLoss when
+  // the state is truncated or corrupt.
+  absl::StatusOr<Iterator<T>> RestoreIterator(std::string_view state, Options options = {}) const {
+    absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(state, node_);
+    if (!reader.ok()) return reader.status();
+    std::shared_ptr<IteratorContext> context = MakeContext(options);
+    reader->RestoreRecords(context->state.get());
     IteratorContextPtr shared = std::move(context);
-    return Iterator<T>(node_->MakeStream(shared), shared);
+    absl::StatusOr<std::unique_ptr<Stream<T>>> stream =
+        node_->RestoreStream(shared, *reader, std::string(kRootNodePath));
+    if (!stream.ok()) return stream.status();
+    return Iterator<T>(std::move(*stream), shared, node_);
+  }
+  absl::StatusOr<Iterator<T>> RestoreIteratorFromFile(const std::string& path, Options options = {}) const {
+    absl::StatusOr<std::string> state = ReadCheckpointFile(path);
+    if (!state.ok()) return state.status();
+    return RestoreIterator(*state, options);
   }
 
   // f: T -> U or absl::StatusOr<U>. `name` identifies f in DebugString and, once registered, on the wire.
@@ -350,6 +365,18 @@ class Dataset {
   }
 
  private:
+  static std::shared_ptr<IteratorContext> MakeContext(const Options& options) {
+    auto context = std::make_shared<IteratorContext>();
+    context->options = options;
+    if (options.thread_pool_size > 0) {
+      context->private_pool = std::make_shared<ThreadPool>(options.thread_pool_size);
+      context->pool = context->private_pool.get();
+    } else {
+      context->pool = &ThreadPool::Default();
+    }
+    return context;
+  }
+
   // make(std::function<Sig>, FunctionParam) -> Dataset<U>, or an error source when the function cannot
   // be resolved in this process.
   template <class H, class Make>

@@ -26,6 +26,16 @@ class EnumerateNode final : public Node<std::pair<int64_t, T>> {
   std::unique_ptr<Stream<Pair>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<EnumerateStream>(input_->MakeStream(std::move(context)), start_);
   }
+  // State: the next count.
+  absl::StatusOr<std::unique_ptr<Stream<Pair>>> RestoreStream(IteratorContextPtr context,
+                                                              const CheckpointReader& reader,
+                                                              const std::string& path) const override {
+    int64_t next = 0;
+    if (absl::Status s = reader.ReadState(path, &next); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    return std::make_unique<EnumerateStream>(std::move(*input), next);
+  }
 
  private:
   class EnumerateStream final : public Stream<Pair> {
@@ -43,6 +53,10 @@ class EnumerateNode final : public Node<std::pair<int64_t, T>> {
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, next_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
@@ -70,6 +84,21 @@ class ShardNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<ShardStream>(input_->MakeStream(std::move(context)), num_shards_, index_);
   }
+  // State: the input index mod num_shards.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t position = 0;
+    if (absl::Status s = reader.ReadState(path, &position); !s.ok()) return s;
+    if (position < 0 || position >= num_shards_) {
+      return reader.Corrupt(path, absl::DataLossError(absl::StrCat("position ", position)));
+    }
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    auto stream = std::make_unique<ShardStream>(std::move(*input), num_shards_, index_);
+    stream->position_ = position;
+    return stream;
+  }
 
  private:
   class ShardStream final : public Stream<T> {
@@ -86,12 +115,17 @@ class ShardNode final : public Node<T> {
       }
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, position_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    int64_t position_ = 0;  // input index mod num_shards
 
    private:
     std::unique_ptr<Stream<T>> input_;
     int64_t num_shards_;
     int64_t index_;
-    int64_t position_ = 0;  // input index mod num_shards
   };
 
   NodePtr<T> input_;

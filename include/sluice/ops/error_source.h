@@ -16,7 +16,7 @@
 namespace sluice::ops {
 
 template <class T>
-class ErrorSourceNode final : public Node<T> {
+class ErrorSourceNode final : public Node<T>, public PositionedSource<T> {
  public:
   ErrorSourceNode(std::string op, absl::Status status) : op_(std::move(op)), status_(std::move(status)) {}
   std::string_view op_name() const override { return "Error"; }
@@ -29,6 +29,12 @@ class ErrorSourceNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr) const override {
     return std::make_unique<ErrorStream>(status_);
   }
+  // Position {0, 0} before the error, {1, 0} after it.
+  std::unique_ptr<Stream<T>> MakeStreamAt(IteratorContextPtr, SourcePosition position) const override {
+    auto stream = std::make_unique<ErrorStream>(status_);
+    stream->done_ = position.index != 0;
+    return stream;
+  }
 
  private:
   class ErrorStream final : public Stream<T> {
@@ -40,10 +46,12 @@ class ErrorSourceNode final : public Node<T> {
       *out = status_;
       return PollState::kReady;
     }
+    std::optional<SourcePosition> position() const override { return SourcePosition{done_ ? 1 : 0, 0}; }
+
+    bool done_ = false;
 
    private:
     absl::Status status_;
-    bool done_ = false;
   };
 
   std::string op_;

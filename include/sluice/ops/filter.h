@@ -26,6 +26,18 @@ class FilterNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<FilterStream>(input_->MakeStream(std::move(context)), predicate_);
   }
+  // State: the element index (error messages name it).
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t index = 0;
+    if (absl::Status s = reader.ReadState(path, &index); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    auto stream = std::make_unique<FilterStream>(std::move(*input), predicate_);
+    stream->index_ = index;
+    return stream;
+  }
 
  private:
   class FilterStream final : public Stream<T> {
@@ -47,11 +59,16 @@ class FilterNode final : public Node<T> {
       }
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, index_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    int64_t index_ = 0;
 
    private:
     std::unique_ptr<Stream<T>> input_;
     P predicate_;
-    int64_t index_ = 0;
   };
 
   NodePtr<T> input_;

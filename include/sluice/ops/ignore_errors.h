@@ -61,6 +61,15 @@ class IgnoreErrorsNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<IgnoreErrorsStream>(input_->MakeStream(std::move(context)), log_warning_, counter_);
   }
+  // No state of its own (the counter is the caller's object, never saved).
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if (absl::Status s = reader.ReadState(path); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    return std::make_unique<IgnoreErrorsStream>(std::move(*input), log_warning_, counter_);
+  }
 
  private:
   class IgnoreErrorsStream final : public Stream<T> {
@@ -78,6 +87,10 @@ class IgnoreErrorsNode final : public Node<T> {
       }
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;

@@ -25,6 +25,14 @@
 //   those calls hold is freed when they return (never, if they never do). OK when everything finished in
 //   time.
 //
+// - Save() (docs/checkpoint.md): `co_await it.Save()` gives the iterator's state as versioned bytes, from
+//   which Dataset::RestoreIterator makes an iterator that continues exactly here: the saved position is
+//   the element last returned by Next, and elements buffered inside the pipeline come out again after a
+//   restore. Like Close, call it only when no Next() is pending; the iterator goes on unchanged after it.
+//   An op that cannot be saved yet fails it with FailedPrecondition naming the op and its node path.
+//   SaveBlocking() is for plain threads; SaveToFile(path) writes a temporary file, fsyncs it and renames
+//   it over `path`.
+//
 //   Task<void> Consume(Iterator<int64_t> it) {     // e.g. running on a pool worker
 //     for (int i = 0; i < 10; ++i) (void)co_await it.Next();
 //     co_await it.Close();                         // safe here; ~Iterator would block this worker
@@ -35,9 +43,9 @@
 #include <condition_variable>
 #include <coroutine>
 #include <cstdint>
-#include <mutex>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <thread>
@@ -47,11 +55,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "sluice/ops/op_node.h"
-#include "sluice/ops/stream.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/ops/checkpoint_state.h"
+#include "sluice/ops/node_path.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/stream.h"
 
 namespace sluice {
 
@@ -91,6 +101,9 @@ class Iterator {
 
   Iterator(std::unique_ptr<Stream<T>> stream, IteratorContextPtr context)
       : context_(std::move(context)), stream_(std::move(stream)) {}
+  // `root`: the definition the stream was made from, which Save needs to name the state's nodes.
+  Iterator(std::unique_ptr<Stream<T>> stream, IteratorContextPtr context, std::shared_ptr<const OpNode> root)
+      : context_(std::move(context)), stream_(std::move(stream)), root_(std::move(root)) {}
   Iterator(Iterator&&) noexcept = default;
   Iterator& operator=(Iterator&& other) noexcept {
     if (this != &other) {
@@ -99,6 +112,7 @@ class Iterator {
       context_ = std::move(other.context_);
       stream_ = std::move(other.stream_);
       element_ = std::move(other.element_);
+      root_ = std::move(other.root_);
       closer_ = std::move(other.closer_);
       timer_ = std::move(other.timer_);
       abandoned_ = other.abandoned_;
@@ -212,6 +226,16 @@ class Iterator {
 
   NextAwaiter Next() { return NextAwaiter(this); }
 
+  // See the contract above: `absl::StatusOr<std::string> state = co_await it.Save();`.
+  Task<absl::StatusOr<std::string>> Save() { return SaveState(this); }
+  absl::StatusOr<std::string> SaveBlocking() { return SyncWait(SaveState(this)); }
+  // Save() written to `path` atomically (temporary file, fsync, rename). The write blocks the calling
+  // thread for the fsync.
+  Task<absl::Status> SaveToFile(std::string path) { return SaveStateToFile(this, std::move(path)); }
+  absl::Status SaveToFileBlocking(std::string path) {
+    return SyncWait(SaveStateToFile(this, std::move(path)));
+  }
+
   Result NextBlocking() {
     std::optional<Result> ready;
     if (TryNext(&ready)) return std::move(*ready);
@@ -263,6 +287,28 @@ class Iterator {
     if (timer_.joinable()) timer_.join();
   }
 
+  static Task<absl::StatusOr<std::string>> SaveState(Iterator* it) {
+    if (it->stream_ == nullptr)
+      return Failed(absl::FailedPreconditionError("Iterator::Save: the iterator is closed"));
+    if (it->root_ == nullptr) {
+      return Failed(absl::FailedPreconditionError(
+          "Iterator::Save: this iterator was not made by Dataset::MakeIterator or RestoreIterator"));
+    }
+    return SaveAfterStreams(it);
+  }
+  static Task<absl::StatusOr<std::string>> Failed(absl::Status status) { co_return status; }
+  static Task<absl::StatusOr<std::string>> SaveAfterStreams(Iterator* it) {
+    auto writer = std::make_shared<CheckpointWriter>(it->root_.get());
+    absl::Status saved = co_await it->stream_->Save(writer, std::string(kRootNodePath));
+    if (!saved.ok()) co_return saved;
+    co_return EncodeCheckpoint(it->root_, *it->context_->state, *writer);
+  }
+  static Task<absl::Status> SaveStateToFile(Iterator* it, std::string path) {
+    absl::StatusOr<std::string> state = co_await SaveState(it);
+    if (!state.ok()) co_return state.status();
+    co_return WriteFileAtomically(path, *state);
+  }
+
   static Task<absl::Status> CloseWithin(Iterator* it, absl::Duration timeout) { co_return co_await it->Close(timeout); }
 
   // True with *out set when the pipeline answered without waiting.
@@ -301,6 +347,7 @@ class Iterator {
   IteratorContextPtr context_;
   std::unique_ptr<Stream<T>> stream_;  // destroyed before the context that owns a private pool
   absl::StatusOr<T> element_;
+  std::shared_ptr<const OpNode> root_;  // null for iterators made from a bare stream: they cannot Save
   std::thread closer_;  // the thread that ran Close's teardown; joined before the next one, and at the end
   std::thread timer_;   // a timed Close's timer, joined with closer_
   bool abandoned_ = false;  // a timed Close gave up waiting: the teardown runs on alone

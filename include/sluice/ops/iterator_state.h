@@ -73,6 +73,9 @@ class SLUICE_EXPORT IteratorState {
   // Begins pass `pass` again (a stream resumed at a saved position); later new passes come after it.
   void ResumePass(const NodeKey& key, uint64_t pass);
 
+  // Sets the node's record to one a checkpoint saved (a restored iterator, before any stream is made).
+  void Restore(const NodeKey& key, const NodeRecord& record);
+
   // The node's resource of type R, made by `make` (under the lock: keep it cheap) at the first call.
   // A node holds one resource; asking for another type replaces it (no op does).
   template <class R, class Make>

@@ -27,6 +27,18 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<MapStream>(input_->MakeStream(std::move(context)), f_);
   }
+  // State: the element index (error messages name it).
+  absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t index = 0;
+    if (absl::Status s = reader.ReadState(path, &index); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    auto stream = std::make_unique<MapStream>(std::move(*input), f_);
+    stream->index_ = index;
+    return stream;
+  }
 
  private:
   class MapStream final : public Stream<U> {
@@ -44,12 +56,17 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, index_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    int64_t index_ = 0;
 
    private:
     std::unique_ptr<Stream<T>> input_;
     F f_;
     absl::StatusOr<T> in_;
-    int64_t index_ = 0;
   };
 
   NodePtr<T> input_;

@@ -19,8 +19,10 @@
 
 #include "sluice/engine/async_scope.h"
 #include "sluice/export.h"
+#include "sluice/ops/checkpoint_state.h"
 #include "sluice/ops/element_type.h"
 #include "sluice/ops/iterator_state.h"
+#include "sluice/ops/node_path.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/stream.h"
 
@@ -119,6 +121,18 @@ class Node : public OpNode {
   using element_type = T;
   std::string element_type_name() const override { return ElementTypeName<T>(); }
   virtual std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const = 0;
+  // A stream continuing from the state saved at `path` (docs/checkpoint.md): what Stream::Save wrote
+  // there, inputs restored from their child paths. Never a live stream rewound. The default restores a
+  // PositionedSource at its saved position; other ops fail with FailedPrecondition naming op and path.
+  virtual absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                                   const CheckpointReader& reader,
+                                                                   const std::string& path) const {
+    const auto* positioned = dynamic_cast<const PositionedSource<T>*>(this);
+    if (positioned == nullptr) return reader.Unsupported(path);
+    SourcePosition position;
+    if (absl::Status read = reader.ReadPosition(path, &position); !read.ok()) return read;
+    return positioned->MakeStreamAt(std::move(context), position);
+  }
 };
 
 template <class T>

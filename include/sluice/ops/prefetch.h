@@ -6,6 +6,10 @@
 // within Options::ram_budget_bytes, judging element sizes by ApproxElementBytes (a running average of
 // what the producer saw). With Options::autotune false it stays 2.
 // Destroying the stream stops the producer and waits for it. Cardinality: the input's.
+// Checkpoints (docs/checkpoint.md): Save stops the producer (through its scope's stop, which costs the
+// per-element path nothing new), waits for it without blocking, saves the buffered elements then the
+// input, and starts a new producer at the next Poll; the buffered elements come out first, before and
+// after a restore.
 #ifndef SLUICE_OPS_PREFETCH_H_
 #define SLUICE_OPS_PREFETCH_H_
 
@@ -13,20 +17,22 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/async_scope.h"
+#include "sluice/engine/channel.h"
+#include "sluice/engine/thread_pool.h"
 #include "sluice/ops/autotune.h"
 #include "sluice/ops/detail/async_stream_owner.h"
-#include "sluice/engine/channel.h"
 #include "sluice/ops/element_bytes.h"
+#include "sluice/ops/error_source.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/user_function_stop.h"
-#include "sluice/ops/error_source.h"
-#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 
@@ -44,29 +50,58 @@ inline void NoteElementBytes(std::atomic<int64_t>* average, int64_t bytes) {
   average->store(old == 0 ? bytes : old + (bytes - old) / 8, std::memory_order_relaxed);
 }
 
+// Awaits `task` with `token` as its stop token instead of the awaiting coroutine's.
+template <class T>
+class [[nodiscard]] AwaitWithStopToken {
+ public:
+  AwaitWithStopToken(Task<T> task, const std::stop_token* token) : task_(std::move(task)), token_(token) {}
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) {
+    task_.handle().promise().set_stop_token(token_);
+    awaiter_.emplace(task_.handle());
+    return awaiter_->await_suspend(awaiting);  // a type-erased handle: the token set above stays
+  }
+  T await_resume() { return awaiter_->await_resume(); }
+
+ private:
+  Task<T> task_;
+  const std::stop_token* token_;
+  std::optional<typename Task<T>::Awaiter> awaiter_;
+};
+
 // `element_bytes`: where to keep the average element size (nullptr: not tuned, not measured).
+// Two stops: the task's own (its scope's), requested by a teardown and by a save's pause, ends the loop
+// and interrupts a waiting push, whose element goes to `unpushed`; `teardown`, requested by a teardown
+// only, is what the input's calls and user functions see, because the inputs cannot resume after a
+// cancelled read (a file reader ends), so a pause lets the call in flight finish.
 template <class T>
 Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>>* buffer,
-                   std::atomic<int64_t>* element_bytes, std::atomic<int64_t>* busy_tasks) {
+                   std::atomic<int64_t>* element_bytes, std::atomic<int64_t>* busy_tasks,
+                   const std::stop_token* teardown, std::optional<absl::StatusOr<T>>* unpushed) {
   co_await pool->Schedule();
   const std::stop_token stop = co_await CurrentStopToken();
   absl::StatusOr<T> element;
   while (!stop.stop_requested()) {
     PollState state = PollState::kEnd;
     {
-      UserCallScope call(stop, busy_tasks);  // the input's functions run here
+      UserCallScope call(*teardown, busy_tasks);  // the input's functions run here
       state = input->Poll(&element);
     }
     if (state == PollState::kEnd) break;
     if (state == PollState::kPending) {
-      co_await input->WaitReady();
+      co_await AwaitWithStopToken<void>(input->WaitReady(), teardown);
       continue;
     }
     if (element_bytes != nullptr) NoteElementBytes(element_bytes, ApproxElementBytes(element));
-    absl::Status pushed = co_await buffer->Push(std::move(element));
-    if (!pushed.ok()) break;  // closed or cancelled: the consumer is gone
+    auto push = buffer->Push(std::move(element));
+    absl::Status pushed = co_await push;
+    if (!pushed.ok()) {  // closed or cancelled: the consumer is gone, or a save pauses this producer
+      if (unpushed != nullptr) *unpushed = std::move(push.value());
+      break;
+    }
   }
-  buffer->Close();
+  // After a stop the buffer stays open: a teardown closes it itself, and a paused stream goes on.
+  if (!stop.stop_requested()) buffer->Close();
 }
 
 }  // namespace detail_prefetch
@@ -91,13 +126,43 @@ class PrefetchNode final : public Node<T> {
     return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), input_->MakeStream(std::move(context)),
                                                             pool, capacity, tuner, busy_tasks);
   }
+  // State: the elements the producer had buffered (they come out first), then the input at /0.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      std::vector<absl::StatusOr<T>> buffered;
+      if (absl::Status s = reader.ReadState(path, &buffered); !s.ok()) return s;
+      const bool autotune = buffer_size_ == kAutotune;
+      Tuner* tuner = autotune ? TunerFor(*context) : nullptr;
+      const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
+                              : autotune       ? kInitialAutotunePrefetch
+                                               : static_cast<size_t>(buffer_size_);
+      ThreadPool* pool = context->pool;
+      std::shared_ptr<AsyncScope> teardowns = context->teardowns;
+      std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
+      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!input.ok()) return input.status();
+      std::deque<absl::StatusOr<T>> carry(std::make_move_iterator(buffered.begin()),
+                                          std::make_move_iterator(buffered.end()));
+      return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), std::move(*input), pool,
+                                                              capacity, tuner, busy_tasks, std::move(carry));
+    }
+  }
 
  private:
   class PrefetchStream final : public Stream<T>, public Tunable {
    public:
     PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner,
-                   std::atomic<int64_t>* busy_tasks)
-        : input_(std::move(input)), pool_(pool), buffer_(capacity), tuned_(tuner != nullptr), busy_tasks_(busy_tasks) {
+                   std::atomic<int64_t>* busy_tasks, std::deque<absl::StatusOr<T>> carry = {})
+        : input_(std::move(input)),
+          pool_(pool),
+          buffer_(capacity),
+          carry_(std::move(carry)),
+          tuned_(tuner != nullptr),
+          busy_tasks_(busy_tasks) {
       if (tuned_) {
         buffer_.SetLimit(kInitialAutotunePrefetch);
         registration_.emplace(tuner, this);
@@ -107,19 +172,26 @@ class PrefetchNode final : public Node<T> {
     // a pool worker, hands off) first.
     ~PrefetchStream() override {
       BeginShutdown();
-      scope_.JoinBlocking();
+      scope_->JoinBlocking();
     }
     void BeginShutdown() {
       registration_.reset();  // the tuner no longer calls in
-      scope_.RequestStop();
+      teardown_.request_stop();
+      scope_->RequestStop();
       buffer_.Close();
     }
-    AsyncScope& scope() { return scope_; }
+    AsyncScope& scope() { return *scope_; }
     PollState Poll(absl::StatusOr<T>* out) override {
       if (!started_) {
         started_ = true;
         std::atomic<int64_t>* element_bytes = tuned_ ? &element_bytes_ : nullptr;
-        scope_.Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes, busy_tasks_));
+        scope_->Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes, busy_tasks_,
+                                                  &teardown_token_, &unpushed_));
+      }
+      if (!carry_.empty()) [[unlikely]] {  // buffered before a save or a restore: they come first
+        *out = std::move(carry_.front());
+        carry_.pop_front();
+        return PollState::kReady;
       }
       if (waited_) {
         PollState state = *waited_ ? PollState::kReady : PollState::kEnd;
@@ -135,6 +207,13 @@ class PrefetchNode final : public Node<T> {
       return PollState::kPending;
     }
     Task<void> WaitReady() override { return Wait(this); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        return SaveBuffered(this, std::move(writer), std::move(path));
+      }
+    }
 
     // Tunable (kAutotune only): a unit is one buffered element.
     int parallelism() const override { return static_cast<int>(buffer_.limit()); }
@@ -149,6 +228,32 @@ class PrefetchNode final : public Node<T> {
     }
 
    private:
+    static Task<absl::Status> SaveBuffered(PrefetchStream* self, std::shared_ptr<CheckpointWriter> writer,
+                                           std::string path) {
+      if (self->started_) {
+        // Pause: the stop ends the producer once its input call in flight returns (a Save can wait that
+        // long); the join resumes this coroutine when it is gone, on its thread, without blocking one.
+        self->scope_->RequestStop();
+        co_await self->scope_->Join();
+        self->scope_ = std::make_unique<AsyncScope>();
+        self->started_ = false;  // the next Poll starts a new producer
+        // In order: what WaitReady popped, what the buffer holds, what the producer could not push.
+        if (self->waited_) {
+          if (*self->waited_) self->carry_.push_back(std::move(**self->waited_));
+          self->waited_.reset();
+        }
+        while (std::optional<absl::StatusOr<T>> element = self->buffer_.TryPop()) {
+          self->carry_.push_back(std::move(*element));
+        }
+        if (self->unpushed_) {
+          self->carry_.push_back(std::move(*self->unpushed_));
+          self->unpushed_.reset();
+        }
+      }
+      writer->WriteState(path, std::vector<absl::StatusOr<T>>(self->carry_.begin(), self->carry_.end()));
+      co_return co_await self->input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
     static Task<void> Wait(PrefetchStream* self) {
       const auto start = std::chrono::steady_clock::now();
       // Resume through the pool, never inline inside the producer's Push: a consumer that then
@@ -169,11 +274,16 @@ class PrefetchNode final : public Node<T> {
     Channel<absl::StatusOr<T>> buffer_;
     // Set by WaitReady: the popped element, or an empty optional at the end of the stream.
     std::optional<std::optional<absl::StatusOr<T>>> waited_;
+    // Elements buffered when the stream was saved or restored: they come out before the buffer's.
+    std::deque<absl::StatusOr<T>> carry_;
+    std::optional<absl::StatusOr<T>> unpushed_;  // written by a stopped producer, read after its join
+    std::stop_source teardown_;
+    const std::stop_token teardown_token_ = teardown_.get_token();
     bool started_ = false;
     const bool tuned_;
     std::atomic<int64_t>* busy_tasks_;  // the iterator's
     std::atomic<int64_t> element_bytes_{0};  // average, written by the producer
-    AsyncScope scope_;
+    std::unique_ptr<AsyncScope> scope_ = std::make_unique<AsyncScope>();  // a new one after each save's pause
     std::optional<TunerRegistration> registration_;
   };
 

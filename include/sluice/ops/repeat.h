@@ -30,6 +30,24 @@ class RepeatNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<RepeatStream>(input_, std::move(context), count_);
   }
+  // State: epochs still to start, whether this epoch yielded, and the current epoch's input when open.
+  // Pass counters of the ops inside live in the iterator's records, which the checkpoint restores.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t remaining = 0;
+    bool yielded = false;
+    bool open = false;
+    if (absl::Status s = reader.ReadState(path, &remaining, &yielded, &open); !s.ok()) return s;
+    auto stream = std::make_unique<RepeatStream>(input_, context, remaining);
+    if (open) {
+      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!input.ok()) return input.status();
+      stream->input_ = std::move(*input);
+    }
+    stream->yielded_this_epoch_ = yielded;
+    return stream;
+  }
 
  private:
   class RepeatStream final : public Stream<T> {
@@ -52,11 +70,18 @@ class RepeatNode final : public Node<T> {
       }
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr);
+      if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
 
    private:
     NodePtr<T> input_node_;
     IteratorContextPtr context_;
     int64_t remaining_;  // epochs still to start; < 0: endless
+
+   public:  // set by RestoreStream; declared last, so the input goes before the context
     std::unique_ptr<Stream<T>> input_;
     bool yielded_this_epoch_ = false;
   };

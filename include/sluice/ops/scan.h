@@ -78,6 +78,23 @@ class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<ScanStream>(input_->MakeStream(std::move(context)), initial_state_, f_);
   }
+  // State: the scan state (by its ElementCodec) and the element index.
+  absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<State> || !std::is_default_constructible_v<State>) {
+      return reader.Unsupported(path);
+    } else {
+      State state{};
+      int64_t index = 0;
+      if (absl::Status s = reader.ReadState(path, &state, &index); !s.ok()) return s;
+      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!input.ok()) return input.status();
+      auto stream = std::make_unique<ScanStream>(std::move(*input), std::move(state), f_);
+      stream->index_ = index;
+      return stream;
+    }
+  }
 
  private:
   class ScanStream final : public Stream<U> {
@@ -102,13 +119,22 @@ class ScanNode final : public Node<typename detail_scan::PairTraits<ScanResultT<
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<State> || !std::is_default_constructible_v<State>) {
+        return Stream<U>::SaveResult(writer->Unsupported(path, "its state has no ElementCodec"));
+      } else {
+        writer->WriteState(path, state_, index_);
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
+
+    int64_t index_ = 0;
 
    private:
     std::unique_ptr<Stream<T>> input_;
     State state_;
     F f_;
     absl::StatusOr<T> in_;
-    int64_t index_ = 0;
   };
 
   NodePtr<T> input_;

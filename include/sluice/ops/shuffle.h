@@ -39,6 +39,8 @@ namespace sluice::ops {
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  // SplitMix64(g.state()) continues g's sequence (a checkpoint saves it).
+  uint64_t state() const { return state_; }
   uint64_t Next() {
     uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -87,6 +89,33 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     return std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_,
                                            ShufflePassSeed(seed, pass));
   }
+  // State: the generator, the buffered elements (errors too), and whether the input ended. The seed and
+  // pass counter are the iterator's records, which the checkpoint restores before this runs.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      uint64_t rng = 0;
+      std::vector<absl::StatusOr<T>> buffer;
+      bool input_done = false;
+      if (absl::Status s = reader.ReadState(path, &rng, &buffer, &input_done); !s.ok()) return s;
+      if (buffer.size() > static_cast<size_t>(buffer_size_)) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat(buffer.size(), " buffered elements")));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (!input_done) {
+        auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      auto stream = std::make_unique<ShuffleStream>(std::move(input), buffer_size_, rng);
+      stream->buffer_ = std::move(buffer);
+      stream->input_done_ = input_done;
+      return stream;
+    }
+  }
 
  private:
   class ShuffleStream final : public Stream<T> {
@@ -113,14 +142,27 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        writer->WriteState(path, rng_.state(), buffer_, input_done_);
+        if (input_done_) return Stream<T>::SaveResult(absl::OkStatus());
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
     size_t buffer_size_;
     SplitMix64 rng_;
+
+   public:  // set by RestoreStream
     std::vector<absl::StatusOr<T>> buffer_;
-    absl::StatusOr<T> in_;
     bool input_done_ = false;
+
+   private:
+    absl::StatusOr<T> in_;
   };
 
   NodePtr<T> input_;

@@ -15,17 +15,25 @@
 //   stream hands the join to the iterator instead of blocking (sluice/ops/detail/async_stream_owner.h),
 //   and the iterator waits for it when it is destroyed or closed.
 // - position(): sources whose place is plain state (file sources, ListFiles, Range, FromVector) report
-//   where they are, so that a checkpoint can rebuild the same place later with PositionedSource::MakeStreamAt.
-//   Every other stream reports nullopt.
+//   where they are, so that a checkpoint can rebuild the same place later with
+//   PositionedSource::MakeStreamAt. Every other stream reports nullopt.
+// - Save(writer, path): writes this stream's state under its node path and its inputs' under theirs
+//   (docs/checkpoint.md). Called between Poll calls only, like destruction: never while a Poll or a
+//   WaitReady is running. A Task so that an async op can pause its producer without blocking a thread;
+//   the default saves position() when there is one and otherwise fails with FailedPrecondition naming
+//   the op. Nothing of it runs unless someone saves.
 #ifndef SLUICE_OPS_STREAM_H_
 #define SLUICE_OPS_STREAM_H_
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sluice/engine/task.h"
+#include "sluice/ops/checkpoint_state.h"
 
 namespace sluice {
 
@@ -56,6 +64,18 @@ class Stream {
   // The position of the next element this stream delivers, for sources that keep one (see above);
   // nullopt for every other stream. Valid between Poll calls.
   virtual std::optional<SourcePosition> position() const { return std::nullopt; }
+  // See the contract above. `writer` collects the sections; `path` is this stream's node path.
+  virtual Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) {
+    if (std::optional<SourcePosition> at = position()) {
+      writer->WritePosition(path, *at);
+      return SaveResult(absl::OkStatus());
+    }
+    return SaveResult(writer->Unsupported(path));
+  }
+
+ protected:
+  // A Save that finished without awaiting anything.
+  static Task<absl::Status> SaveResult(absl::Status status) { co_return status; }
 
  private:
   static Task<void> ReadyNow() { co_return; }

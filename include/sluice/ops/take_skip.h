@@ -31,6 +31,23 @@ class TakeNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<TakeStream>(input_->MakeStream(std::move(context)), count_);
   }
+  // State: the count left and whether the input is still open (it is dropped once the count is reached).
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t remaining = 0;
+    bool open = false;
+    if (absl::Status s = reader.ReadState(path, &remaining, &open); !s.ok()) return s;
+    std::unique_ptr<Stream<T>> input;
+    if (open) {
+      auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      input = std::move(*restored);
+    } else if (remaining != 0) {
+      return reader.Corrupt(path, absl::DataLossError("the input is closed before the count is reached"));
+    }
+    return std::make_unique<TakeStream>(std::move(input), remaining);
+  }
 
  private:
   class TakeStream final : public Stream<T> {
@@ -46,6 +63,11 @@ class TakeNode final : public Node<T> {
       return state;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, remaining_, input_ != nullptr);
+      if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
@@ -72,6 +94,16 @@ class SkipNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<SkipStream>(input_->MakeStream(std::move(context)), count_);
   }
+  // State: the count still to skip.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t to_skip = 0;
+    if (absl::Status s = reader.ReadState(path, &to_skip); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    return std::make_unique<SkipStream>(std::move(*input), to_skip);
+  }
 
  private:
   class SkipStream final : public Stream<T> {
@@ -86,6 +118,10 @@ class SkipNode final : public Node<T> {
       return input_->Poll(out);
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, to_skip_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;

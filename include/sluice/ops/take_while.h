@@ -25,6 +25,23 @@ class TakeWhileNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<TakeWhileStream>(input_->MakeStream(std::move(context)), predicate_);
   }
+  // State: the element index and whether the input is still open (it is dropped at the end).
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    int64_t index = 0;
+    bool open = false;
+    if (absl::Status s = reader.ReadState(path, &index, &open); !s.ok()) return s;
+    std::unique_ptr<Stream<T>> input;
+    if (open) {
+      auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      input = std::move(*restored);
+    }
+    auto stream = std::make_unique<TakeWhileStream>(std::move(input), predicate_);
+    stream->index_ = index;
+    return stream;
+  }
 
  private:
   class TakeWhileStream final : public Stream<T> {
@@ -47,11 +64,17 @@ class TakeWhileNode final : public Node<T> {
       return PollState::kEnd;
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, index_, input_ != nullptr);
+      if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    int64_t index_ = 0;
 
    private:
     std::unique_ptr<Stream<T>> input_;
     P predicate_;
-    int64_t index_ = 0;
   };
 
   NodePtr<T> input_;

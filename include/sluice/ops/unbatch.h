@@ -138,6 +138,35 @@ class UnbatchNode final : public Node<Unbatched<B>> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<UnbatchStream>(input_->MakeStream(std::move(context)));
   }
+  // State: the batch being split (when rows of it are left), the next row, and the batch index.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<B>) {
+      return reader.Unsupported(path);
+    } else {
+      int64_t index = 0;
+      int64_t next = 0;
+      std::optional<B> batch;
+      if (absl::Status s = reader.ReadState(path, &index, &next, &batch); !s.ok()) return s;
+      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!input.ok()) return input.status();
+      auto stream = std::make_unique<UnbatchStream>(std::move(*input));
+      stream->index_ = index;
+      if (batch.has_value()) {
+        stream->cursor_.batch = std::move(*batch);
+        absl::Status valid = stream->cursor_.Start();
+        const int64_t rows = valid.ok() ? stream->cursor_.Rows() : 0;
+        if (!valid.ok() || next < 0 || next >= rows) {
+          return reader.Corrupt(path,
+                                absl::DataLossError(absl::StrCat("row ", next, " of a batch of ", rows)));
+        }
+        stream->next_ = next;
+        stream->rows_ = rows;
+      }
+      return stream;
+    }
+  }
 
  private:
   class UnbatchStream final : public Stream<T> {
@@ -166,10 +195,23 @@ class UnbatchNode final : public Node<Unbatched<B>> {
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<B>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its batches have no ElementCodec"));
+      } else {
+        // Rows already taken were moved from; they are saved as they are and never read again.
+        std::optional<B> batch;
+        if (next_ < rows_) batch = cursor_.batch;
+        writer->WriteState(path, index_, next_, batch);
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
     std::unique_ptr<Stream<B>> input_;
     absl::StatusOr<B> in_;
+
+   public:  // set by RestoreStream
     typename detail_unbatch::Rule<B>::Cursor cursor_;
     int64_t next_ = 0;
     int64_t rows_ = 0;

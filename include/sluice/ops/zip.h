@@ -53,6 +53,51 @@ class ZipNode final : public Node<Out> {
         [&context](const auto&... in) { return std::make_unique<ZipStream>(in->MakeStream(context)...); },
         inputs_);
   }
+  // State: which input this step polls next, the elements this step already took (a step can stop
+  // half way when an input is pending, e.g. under a Prefetch's paused producer), whether it ended, and
+  // each input's state at its child path.
+  absl::StatusOr<std::unique_ptr<Stream<Out>>> RestoreStream(IteratorContextPtr context,
+                                                             const CheckpointReader& reader,
+                                                             const std::string& path) const override {
+    if constexpr (!(HasElementCodec<Ts> && ...)) {
+      return reader.Unsupported(path);
+    } else {
+      uint64_t next = 0;
+      bool ended = false;
+      std::tuple<std::optional<Ts>...> taken;
+      if (absl::Status s = reader.ReadState(path, &next, &ended, &taken); !s.ok()) return s;
+      bool consistent = next < kInputs;
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        ((consistent = consistent && std::get<I>(taken).has_value() == (I < next)), ...);
+      }
+      (std::index_sequence_for<Ts...>{});
+      if (!consistent) {
+        return reader.Corrupt(
+            path, absl::DataLossError(absl::StrCat("input ", next, " with other elements taken")));
+      }
+      absl::Status failed;
+      auto restore = [&]<class U>(const NodePtr<U>& node, size_t i) -> std::unique_ptr<Stream<U>> {
+        if (!failed.ok()) return nullptr;
+        auto stream = node->RestoreStream(context, reader, ChildNodePath(path, i));
+        if (!stream.ok()) {
+          failed = stream.status();
+          return nullptr;
+        }
+        return std::move(*stream);
+      };
+      auto streams = [&]<size_t... I>(std::index_sequence<I...>) {
+        return std::tuple<std::unique_ptr<Stream<Ts>>...>{restore(std::get<I>(inputs_), I)...};
+      }
+      (std::index_sequence_for<Ts...>{});
+      if (!failed.ok()) return failed;
+      auto stream =
+          std::apply([](auto&... s) { return std::make_unique<ZipStream>(std::move(s)...); }, streams);
+      stream->next_ = static_cast<size_t>(next);
+      stream->ended_ = ended;
+      stream->taken_ = std::move(taken);
+      return stream;
+    }
+  }
 
  private:
   static constexpr size_t kInputs = sizeof...(Ts);
@@ -66,6 +111,24 @@ class ZipNode final : public Node<Out> {
       return PollFrom<0>(out);
     }
     Task<void> WaitReady() override { return WaitAt<0>(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!(HasElementCodec<Ts> && ...)) {
+        return Stream<Out>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        // Only the elements of this step's inputs before next_ are live; the rest were moved out.
+        std::tuple<std::optional<Ts>...> taken;
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          ((I < next_ ? (void)(std::get<I>(taken) = std::get<I>(taken_)) : (void)0), ...);
+        }
+        (std::index_sequence_for<Ts...>{});
+        writer->WriteState(path, static_cast<uint64_t>(next_), ended_, taken);
+        return SaveInputs(this, std::move(writer), std::move(path));
+      }
+    }
+
+    std::tuple<std::optional<Ts>...> taken_;
+    size_t next_ = 0;  // the input this step polls next
+    bool ended_ = false;
 
    private:
     // Polls input I if this step has not taken its element yet, then the inputs after it.
@@ -104,11 +167,23 @@ class ZipNode final : public Node<Out> {
       }
     }
 
+    static Task<absl::Status> SaveInputs(ZipStream* self, std::shared_ptr<CheckpointWriter> writer,
+                                         std::string path) {
+      absl::Status status;
+      co_await SaveFrom<0>(self, writer, path, &status);
+      co_return status;
+    }
+    template <size_t I>
+    static Task<void> SaveFrom(ZipStream* self, std::shared_ptr<CheckpointWriter> writer, std::string path,
+                               absl::Status* status) {
+      if constexpr (I < kInputs) {
+        *status = co_await std::get<I>(self->streams_)->Save(writer, ChildNodePath(path, I));
+        if (status->ok()) co_await SaveFrom<I + 1>(self, writer, path, status);
+      }
+    }
+
     std::tuple<std::unique_ptr<Stream<Ts>>...> streams_;
     std::tuple<absl::StatusOr<Ts>...> polled_;
-    std::tuple<std::optional<Ts>...> taken_;
-    size_t next_ = 0;  // the input this step polls next
-    bool ended_ = false;
   };
 
   std::tuple<NodePtr<Ts>...> inputs_;

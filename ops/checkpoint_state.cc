@@ -1,0 +1,361 @@
+#include "sluice/ops/checkpoint_state.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/xxhash64.h"
+#include "io/proto_wire.h"
+#include "sluice/ops/iterator_state.h"
+#include "sluice/ops/node_path.h"
+#include "sluice/ops/op_node.h"
+
+namespace sluice {
+namespace {
+
+constexpr std::string_view kMagic = "SLCK";
+constexpr size_t kHeaderBytes = 4 + 1 + 8;  // magic, version (one varint byte while < 128), checksum
+
+// Fields of the body and of a node (docs/checkpoint.md).
+enum BodyField : uint32_t { kRootType = 1, kFingerprint = 2, kNode = 3 };
+enum NodeField : uint32_t {
+  kPath = 1,
+  kOp = 2,
+  kDisplay = 3,
+  kParamsHash = 4,
+  kSeed = 5,
+  kNextPass = 6,
+  kHasRecord = 7,
+  kState = 8,
+};
+
+// The full params, canonically: unlike DebugString nothing is elided, so any change shows in the hash.
+struct CanonicalParam {
+  std::string* out;
+  void Put(std::string_view s) const {
+    wire::AppendVarint(out, s.size());
+    out->append(s.data(), s.size());
+  }
+  void operator()(bool v) const { Put(v ? "b1" : "b0"); }
+  void operator()(int64_t v) const { Put(absl::StrCat("i", v)); }
+  void operator()(double v) const {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    Put(absl::StrCat("d", bits));
+  }
+  void operator()(const std::string& v) const { Put(v); }
+  void operator()(const std::vector<int64_t>& v) const { Put(absl::StrCat("I", absl::StrJoin(v, ","))); }
+  void operator()(const std::vector<double>& v) const {
+    for (double d : v) (*this)(d);
+    Put("D");
+  }
+  void operator()(const std::vector<std::string>& v) const {
+    for (const std::string& s : v) Put(s);
+    Put(absl::StrCat("S", v.size()));
+  }
+  void operator()(const EncodedParam& v) const { Put(v.bytes); }
+  void operator()(const FunctionParam& v) const {
+    Put(v.name);
+    Put(v.registered ? "r" : "l");
+    if (v.args != nullptr) {
+      for (const Param& p : *v.args) {
+        Put(p.name);
+        std::visit(*this, p.value);
+      }
+    }
+  }
+};
+
+struct GraphEntry {
+  std::string path;
+  std::shared_ptr<const OpNode> node;
+  std::string display;
+  uint64_t hash = 0;
+};
+
+std::string Display(const OpNode& node) {
+  std::vector<std::string> params;
+  for (const Param& p : node.params()) params.push_back(absl::StrCat(p.name, "=", ParamValueString(p.value)));
+  return absl::StrCat(std::string(node.op_name()), "(", absl::StrJoin(params, ", "), ")");
+}
+
+uint64_t NodeHash(const OpNode& node) {
+  std::string canonical;
+  CanonicalParam put{&canonical};
+  put.Put(node.op_name());
+  put.Put(node.element_type_name());
+  put(node.op_version());
+  for (const Param& p : node.params()) {
+    put.Put(p.name);
+    std::visit(put, p.value);
+  }
+  return XxHash64(canonical);
+}
+
+// Depth first, a node before its inputs (ForEachNodePath's order), iteratively.
+std::vector<GraphEntry> WalkGraph(const std::shared_ptr<const OpNode>& root) {
+  std::vector<GraphEntry> entries;
+  std::vector<std::pair<std::shared_ptr<const OpNode>, std::string>> stack{
+      {root, std::string(kRootNodePath)}};
+  while (!stack.empty()) {
+    auto [node, path] = std::move(stack.back());
+    stack.pop_back();
+    const std::vector<std::shared_ptr<const OpNode>> inputs = node->inputs();
+    for (size_t i = inputs.size(); i-- > 0;) stack.emplace_back(inputs[i], ChildNodePath(path, i));
+    GraphEntry entry{std::move(path), node, Display(*node), NodeHash(*node)};
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+uint64_t GraphFingerprint(const std::vector<std::pair<std::string_view, uint64_t>>& nodes) {
+  std::string all;
+  for (const auto& [path, hash] : nodes) {
+    wire::AppendBytesField(&all, 1, path);
+    wire::AppendFixed64(&all, hash);
+  }
+  return XxHash64(all);
+}
+
+absl::Status Malformed(const wire::Reader& reader) {
+  return absl::DataLossError(absl::StrCat("checkpoint state is malformed at byte ",
+                                          kHeaderBytes + reader.error_offset(), ": ",
+                                          reader.error() != nullptr ? reader.error() : "bad field"));
+}
+
+absl::Status ParseNode(std::string_view bytes, CheckpointReader::Node* node) {
+  wire::Reader r(bytes);
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.ReadTag(&field, &type)) return Malformed(r);
+    std::string_view text;
+    uint64_t number = 0;
+    bool ok = true;
+    if (type == wire::kLengthDelimited && field != kParamsHash && field != kSeed) {
+      ok = r.ReadBytes(&text);
+      if (field == kPath) node->path = std::string(text);
+      if (field == kOp) node->op = std::string(text);
+      if (field == kDisplay) node->display = std::string(text);
+      if (field == kState) node->state = std::string(text);
+    } else if (type == wire::kFixed64 && (field == kParamsHash || field == kSeed)) {
+      ok = r.ReadFixed64(&number);
+      if (field == kParamsHash) node->params_hash = number;
+      if (field == kSeed) node->seed = number;
+    } else if (type == wire::kVarint && (field == kNextPass || field == kHasRecord)) {
+      ok = r.ReadVarint(&number);
+      if (field == kNextPass) node->next_pass = number;
+      if (field == kHasRecord) node->has_record = number != 0;
+    } else {
+      ok = r.Skip(type);
+    }
+    if (!ok) return Malformed(r);
+  }
+  if (node->path.empty() || node->op.empty())
+    return absl::DataLossError("checkpoint state: a node has no path or op");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckpointWriter::Unsupported(std::string_view path, std::string_view why) const {
+  std::string op = "an op";
+  std::string display;
+  if (root_ != nullptr) {
+    absl::StatusOr<const OpNode*> node = FindNodeByPath(*root_, path);
+    if (node.ok()) {
+      op = std::string((*node)->op_name());
+      display = Display(**node);
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpointing ", op, " at ", std::string(path), " is not supported yet", display.empty() ? "" : ": ",
+      display, why.empty() ? "" : " (", std::string(why), why.empty() ? "" : ")"));
+}
+
+absl::StatusOr<std::string> EncodeCheckpoint(const std::shared_ptr<const OpNode>& root,
+                                             const IteratorState& state, const CheckpointWriter& writer) {
+  const std::vector<GraphEntry> graph = WalkGraph(root);
+  // A stream that wrote under a path that is not a node of this graph belongs to a node that hides its
+  // inputs (a RegisteredDataset's inner pipeline): its state could not be restored.
+  for (const auto& [path, bytes] : writer.sections()) {
+    const bool known =
+        std::any_of(graph.begin(), graph.end(), [&](const GraphEntry& e) { return e.path == path; });
+    if (!known) {
+      std::string parent = path;
+      while (FindNodeByPath(*root, parent).ok() == false && parent.size() > 1) {
+        parent = parent.substr(0, std::max<size_t>(1, parent.rfind('/')));
+      }
+      return writer.Unsupported(parent, "its streams belong to a pipeline the graph does not show");
+    }
+  }
+  std::string body;
+  wire::AppendBytesField(&body, kRootType, root->element_type_name());
+  std::vector<std::pair<std::string_view, uint64_t>> hashes;
+  for (const GraphEntry& e : graph) hashes.emplace_back(e.path, e.hash);
+  wire::AppendTag(&body, kFingerprint, wire::kFixed64);
+  wire::AppendFixed64(&body, GraphFingerprint(hashes));
+  for (const GraphEntry& e : graph) {
+    std::string node;
+    wire::AppendBytesField(&node, kPath, e.path);
+    wire::AppendBytesField(&node, kOp, e.node->op_name());
+    wire::AppendBytesField(&node, kDisplay, e.display);
+    wire::AppendTag(&node, kParamsHash, wire::kFixed64);
+    wire::AppendFixed64(&node, e.hash);
+    if (std::optional<IteratorState::NodeRecord> record = state.Find(*e.node)) {
+      wire::AppendTag(&node, kHasRecord, wire::kVarint);
+      wire::AppendVarint(&node, 1);
+      if (record->seed) {
+        wire::AppendTag(&node, kSeed, wire::kFixed64);
+        wire::AppendFixed64(&node, *record->seed);
+      }
+      wire::AppendTag(&node, kNextPass, wire::kVarint);
+      wire::AppendVarint(&node, record->next_pass);
+    }
+    auto section = writer.sections().find(e.path);
+    if (section != writer.sections().end()) wire::AppendBytesField(&node, kState, section->second);
+    wire::AppendBytesField(&body, kNode, node);
+  }
+  std::string out(kMagic);
+  wire::AppendVarint(&out, kCheckpointFormatVersion);
+  wire::AppendFixed64(&out, XxHash64(body));
+  out += body;
+  return out;
+}
+
+absl::StatusOr<CheckpointReader> CheckpointReader::Parse(std::string_view bytes,
+                                                         const std::shared_ptr<const OpNode>& root) {
+  if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic) {
+    return absl::DataLossError("not a sluice checkpoint state (no \"SLCK\" header)");
+  }
+  if (bytes.size() < kHeaderBytes) return absl::DataLossError("checkpoint state is truncated in its header");
+  const auto version = static_cast<uint8_t>(bytes[kMagic.size()]);
+  if (version != kCheckpointFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint state has format version ", version,
+                                                      ", this build reads only version ",
+                                                      kCheckpointFormatVersion));
+  }
+  uint64_t checksum;
+  std::memcpy(&checksum, bytes.data() + kMagic.size() + 1, sizeof checksum);
+  const std::string_view body = bytes.substr(kHeaderBytes);
+  if (XxHash64(body) != checksum) {
+    return absl::DataLossError(absl::StrCat("checkpoint state is corrupt: its checksum does not match its ",
+                                            body.size(), " bytes (truncated or altered)"));
+  }
+
+  CheckpointReader reader;
+  reader.root_ = root;
+  std::string root_type;
+  std::optional<uint64_t> fingerprint;
+  wire::Reader r(body);
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.ReadTag(&field, &type)) return Malformed(r);
+    bool ok = true;
+    if (field == kRootType && type == wire::kLengthDelimited) {
+      std::string_view text;
+      ok = r.ReadBytes(&text);
+      root_type = std::string(text);
+    } else if (field == kFingerprint && type == wire::kFixed64) {
+      uint64_t value;
+      ok = r.ReadFixed64(&value);
+      fingerprint = value;
+    } else if (field == kNode && type == wire::kLengthDelimited) {
+      std::string_view text;
+      ok = r.ReadBytes(&text);
+      if (ok) {
+        Node node;
+        if (absl::Status s = ParseNode(text, &node); !s.ok()) return s;
+        if (!reader.by_path_.emplace(node.path, reader.nodes_.size()).second) {
+          return absl::DataLossError(absl::StrCat("checkpoint state has two nodes at ", node.path));
+        }
+        reader.nodes_.push_back(std::move(node));
+      }
+    } else {
+      ok = r.Skip(type);
+    }
+    if (!ok) return Malformed(r);
+  }
+  if (!fingerprint) return absl::DataLossError("checkpoint state has no graph fingerprint");
+
+  // The first node that differs names the change.
+  const std::vector<GraphEntry> graph = WalkGraph(root);
+  const size_t common = std::min(graph.size(), reader.nodes_.size());
+  for (size_t i = 0; i < common; ++i) {
+    const Node& saved = reader.nodes_[i];
+    const GraphEntry& now = graph[i];
+    if (saved.path != now.path || saved.params_hash != now.hash) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint does not match this pipeline: saved from ", saved.display, " at ",
+                       saved.path, ", this pipeline has ", now.display, " at ", now.path));
+    }
+  }
+  if (graph.size() != reader.nodes_.size()) {
+    if (graph.size() > common) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint does not match this pipeline: it has no node at ", graph[common].path,
+                       ", this pipeline has ", graph[common].display));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint does not match this pipeline: saved from ", reader.nodes_[common].display,
+                     " at ", reader.nodes_[common].path, ", this pipeline has none there"));
+  }
+  if (root_type != root->element_type_name()) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint was saved from a pipeline of ", root_type,
+                                                      ", this one yields ", root->element_type_name()));
+  }
+  std::vector<std::pair<std::string_view, uint64_t>> hashes;
+  for (const GraphEntry& e : graph) hashes.emplace_back(e.path, e.hash);
+  if (*fingerprint != GraphFingerprint(hashes)) {
+    return absl::DataLossError("checkpoint state's graph fingerprint does not match its nodes");
+  }
+  return reader;
+}
+
+void CheckpointReader::RestoreRecords(IteratorState* state) const {
+  const std::vector<GraphEntry> graph = WalkGraph(root_);
+  for (const GraphEntry& e : graph) {
+    const Node* saved = Find(e.path);
+    if (saved == nullptr || !saved->has_record) continue;
+    IteratorState::NodeRecord record;
+    record.seed = saved->seed;
+    record.next_pass = saved->next_pass;
+    state->Restore(IteratorState::NodeKey{e.node.get(), e.node}, record);
+  }
+}
+
+bool CheckpointReader::HasState(std::string_view path) const {
+  const Node* node = Find(path);
+  return node != nullptr && node->state.has_value();
+}
+
+const CheckpointReader::Node* CheckpointReader::Find(std::string_view path) const {
+  auto it = by_path_.find(path);
+  return it == by_path_.end() ? nullptr : &nodes_[it->second];
+}
+
+absl::Status CheckpointReader::Corrupt(std::string_view path, const absl::Status& why) const {
+  const Node* node = Find(path);
+  return absl::DataLossError(absl::StrCat("checkpoint state of ", node != nullptr ? node->op : "the node",
+                                          " at ", std::string(path), " is corrupt: ", why.message()));
+}
+
+absl::Status CheckpointReader::Missing(std::string_view path) const {
+  const Node* node = Find(path);
+  return absl::DataLossError(absl::StrCat("checkpoint state has no state for ",
+                                          node != nullptr ? node->op : "a node", " at ", std::string(path),
+                                          ", which its consumer's state says had a stream"));
+}
+
+absl::Status CheckpointReader::Unsupported(std::string_view path) const {
+  const Node* node = Find(path);
+  return absl::FailedPreconditionError(
+      absl::StrCat("restoring ", node != nullptr ? node->op : "an op", " at ", std::string(path),
+                   " is not supported yet", node != nullptr ? absl::StrCat(": ", node->display) : ""));
+}
+
+}  // namespace sluice
