@@ -60,8 +60,9 @@ constexpr size_t ClassRun(size_t index) { return ClassLimit(index) / 2; }
 
 void* SystemAllocate(size_t bytes) { return ::operator new (bytes, std::align_val_t{kTensorBlockAlignment}); }
 
-void SystemFree(void* block, size_t bytes) noexcept {
-  ::operator delete (block, bytes, std::align_val_t{kTensorBlockAlignment});
+// The unsized aligned delete: clang does not declare the sized forms without -fsized-deallocation.
+void SystemFree(void* block, size_t /*bytes*/) noexcept {
+  ::operator delete (block, std::align_val_t{kTensorBlockAlignment});
 }
 
 // A free block's first word links it to the next one.
