@@ -100,22 +100,22 @@ TEST(ServiceAgreementTest, AnotherWorkerCountIsRefused) {
   auto two = ServiceWorkerAgreement::Connect(cluster.dispatcher->address(), "shared-name", 2);
   auto three = ServiceWorkerAgreement::Connect(cluster.dispatcher->address(), "shared-name", 3);
   ASSERT_TRUE(two.ok() && three.ok());
-  // Worker 0 of two arrives first and waits; worker 0 of "three" names another count.
+  // One whole round of "two" first, so the agreement exists among 2 workers before "three" asks (had
+  // "three" arrived first, it would have made it among 3 and waited for a third worker).
   AsyncScope scope;
   absl::StatusOr<bool> first = false;
   scope.Spawn([](std::shared_ptr<ServiceWorkerAgreement> a, absl::StatusOr<bool>* out) -> Task<void> {
     *out = co_await a->AnyWorkerHasData(0, 0, 0, true);
   }(*two, &first));
-  absl::StatusOr<bool> refused = SyncWait((*three)->AnyWorkerHasData(0, 0, 0, true));
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
-  EXPECT_THAT(refused.status().message(), HasSubstr("is among 2 workers; this trainer says 3"));
-  // Worker 1 of two completes the round.
   absl::StatusOr<bool> second = SyncWait((*two)->AnyWorkerHasData(1, 0, 0, false));
   scope.JoinBlocking();
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_TRUE(*second);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(*first);
+  absl::StatusOr<bool> refused = SyncWait((*three)->AnyWorkerHasData(0, 0, 1, true));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("is among 2 workers; this trainer says 3"));
 }
 
 TEST(ServiceAgreementTest, AbandonedEpochFailsTheOthersRound) {
