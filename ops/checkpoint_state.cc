@@ -182,7 +182,9 @@ absl::StatusOr<std::string> EncodeCheckpoint(const std::shared_ptr<const OpNode>
   const std::vector<GraphEntry> graph = WalkGraph(root);
   // A stream that wrote under a path that is not a node of this graph belongs to a node that hides its
   // inputs (a RegisteredDataset's inner pipeline): its state could not be restored.
-  for (const auto& [path, bytes] : writer.sections()) {
+  for (const auto& section : writer.sections()) {
+    // A named reference, not the structured binding: clang 14 cannot capture bindings in a lambda.
+    const std::string& path = section.first;
     const bool known =
         std::any_of(graph.begin(), graph.end(), [&](const GraphEntry& e) { return e.path == path; });
     if (!known) {
