@@ -2,6 +2,7 @@
 // No timing is asserted: only that every side ran and reported positive figures.
 #include "tools/sluice/bench_command.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -247,7 +248,14 @@ INSTANTIATE_TEST_SUITE_P(
                 {"sequential Map", "det, 1 thread", "nondet, 2 threads"}},
         TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}},
         // iperf3 comes with scripts/install-deps.
-        TinyRun{"service", 2, {"sluice", "iperf3", "local"}, {"1 MiB elements", "100 B elements"}}));
+        TinyRun{"service", 2, {"sluice", "iperf3", "local"}, {"1 MiB elements", "100 B elements"}}),
+    // Named by scenario: the default name prints the parameter's bytes, pointers included, which differ
+    // between CTest's discovery run and the test's own run.
+    [](const ::testing::TestParamInfo<TinyRun>& info) {
+      std::string name = info.param.scenario;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {
   absl::StatusOr<ProcessResult> probe = RunProcess({"/usr/bin/python3", "-c", "import matplotlib"});
