@@ -188,6 +188,34 @@ TEST(ShardTest, KeepsEveryNthAndValidates) {
   }
 }
 
+// What a shard gives of `input` (x < 0 is an error element), written as values and "E".
+std::vector<std::string> ShardOfErrors(const std::vector<int64_t>& input, int64_t n, int64_t i) {
+  auto ds = FromVector(input)
+                .Map([](int64_t x) -> absl::StatusOr<int64_t> {
+                  if (x < 0) return absl::DataLossError("bad");
+                  return x;
+                })
+                .Shard(n, i);
+  std::vector<std::string> got;
+  for (const absl::StatusOr<int64_t>& e : Collect(ds)) got.push_back(e.ok() ? std::to_string(*e) : "E");
+  return got;
+}
+
+// tf.data's ShardDataset skips to its next element and takes it; an error ends that call without counting
+// as a position, and an error met while skipping also drops what that skip had counted.
+TEST(ShardTest, ErrorsTakeNoPositionAsInTfData) {
+  using V = std::vector<std::string>;
+  // Taken positions: 0, 3 -> 0, 2 once the error is not counted.
+  EXPECT_EQ(ShardOfErrors({0, -1, 1, 2, 3}, 2, 0), (V{"0", "E", "2"}));
+  EXPECT_EQ(ShardOfErrors({0, -1, 1, 2, 3}, 2, 1), (V{"E", "1", "3"}));
+  // Shard(3, 0): after 0 the skip passes 1 then meets the error; its count is dropped, so the next call
+  // skips 2 and 3 afresh and takes 4.
+  EXPECT_EQ(ShardOfErrors({0, 1, -1, 2, 3, 4, 5}, 3, 0), (V{"0", "E", "4"}));
+  // An error at the element to take: the skip before it counted.
+  EXPECT_EQ(ShardOfErrors({0, 1, -1, 2, 3, 4}, 3, 2), (V{"E", "2"}));
+  EXPECT_EQ(ShardOfErrors({-1, -1}, 2, 1), (V{"E", "E"}));
+}
+
 TEST(PrefetchTest, SameElementsSameOrder) {
   auto ds = Range(1000).Map([](int64_t x) { return x * 2; }).Prefetch(4);
   std::vector<int64_t> expected;

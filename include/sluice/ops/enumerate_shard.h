@@ -1,6 +1,9 @@
 // Enumerate(start): (start + i, x_i) pairs; errors pass through and take an index, as in tf.data.
 // Shard(num_shards, index): keeps element i when i mod num_shards == index; num_shards <= 0 or an index
-// outside [0, num_shards) is InvalidArgument. Cardinality: Enumerate keeps the input's; Shard gives
+// outside [0, num_shards) is InvalidArgument. Errors, as in tf.data's ShardDataset (which skips up to its
+// next element, then takes it): every error the shard meets is passed on and takes no position, and an
+// error met while skipping also drops the count of the elements that skip had passed, so the skip starts
+// over after it. Cardinality: Enumerate keeps the input's; Shard gives
 // input / num_shards plus one when index < input mod num_shards.
 #ifndef SLUICE_OPS_ENUMERATE_SHARD_H_
 #define SLUICE_OPS_ENUMERATE_SHARD_H_
@@ -105,13 +108,32 @@ class ShardNode final : public Node<T> {
    public:
     ShardStream(std::unique_ptr<Stream<T>> input, int64_t num_shards, int64_t index)
         : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+    // One call of tf.data's GetNext: skip to this shard's next element, then take it. A pending input
+    // keeps the call's progress for the next Poll.
     PollState Poll(absl::StatusOr<T>* out) override {
+      if (!in_call_) {
+        in_call_ = true;
+        skipped_ = 0;
+        to_skip_ = index_ - position_;
+        if (to_skip_ < 0) to_skip_ += num_shards_;
+      }
       for (;;) {
         PollState state = input_->Poll(out);
-        if (state != PollState::kReady) return state;
-        int64_t position = position_;
-        position_ = position_ + 1 == num_shards_ ? 0 : position_ + 1;
-        if (position == index_) return PollState::kReady;
+        if (state != PollState::kReady) {
+          if (state != PollState::kPending) in_call_ = false;
+          return state;
+        }
+        if (skipped_ < to_skip_) {
+          if (!out->ok()) {
+            in_call_ = false;  // the skip failed: its count is dropped
+            return PollState::kReady;
+          }
+          ++skipped_;
+          continue;
+        }
+        in_call_ = false;
+        position_ = (position_ + skipped_ + (out->ok() ? 1 : 0)) % num_shards_;
+        return PollState::kReady;
       }
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
@@ -120,9 +142,12 @@ class ShardNode final : public Node<T> {
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
 
-    int64_t position_ = 0;  // input index mod num_shards
+    int64_t position_ = 0;  // input index mod num_shards, errors not counted
 
    private:
+    bool in_call_ = false;  // between the first Poll of a call and its element (only while pending)
+    int64_t to_skip_ = 0;
+    int64_t skipped_ = 0;
     std::unique_ptr<Stream<T>> input_;
     int64_t num_shards_;
     int64_t index_;
