@@ -1,9 +1,12 @@
 #include "sluice/distribute/auto_shard.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/distribute/service.h"
@@ -207,7 +210,50 @@ const service::detail::ServiceSource* FindSharedServiceJob(const OpNode& root) {
   return found;
 }
 
+// Ops the FILE walk passes through to their first input (tf.data's kPassThroughOps and kFuncDatasetOps,
+// under sluice's names). sluice cannot look inside an interleave's function as tf.data does; its input
+// must itself lead to a file source (ListFiles).
+bool FileWalkPassesThrough(std::string_view op) {
+  static constexpr std::string_view kOps[] = {"Batch",       "PaddedBatch", "Cache",        "Filter",
+                                              "Map",         "ParallelMap", "ParseExample", "Prefetch",
+                                              "Rebatch",     "Repeat",      "Shard",        "Shuffle",
+                                              "Skip",        "Take",        "Interleave",   "FlatMap",
+                                              "ParallelInterleave"};
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
+
+// tf.data's kMultipleInputsDatasetOps: every input must be sharded by file.
+bool FileWalkTakesEveryInput(std::string_view op) { return op == "Zip" || op == "Concatenate"; }
+
+absl::Status WalkToFileSources(const OpNode& node, const std::string& path, int depth,
+                               std::vector<FileShardTarget>* found) {
+  if (const auto* files = dynamic_cast<const ops::FileListSource*>(&node)) {
+    found->push_back({path, std::string(node.op_name()), static_cast<int64_t>(files->files().size())});
+    return absl::OkStatus();
+  }
+  const std::string_view op = node.op_name();
+  std::vector<std::shared_ptr<const OpNode>> inputs = node.inputs();
+  const bool every_input = FileWalkTakesEveryInput(op);
+  if (depth > 10000 || inputs.empty() || (!every_input && !FileWalkPassesThrough(op))) {
+    return absl::NotFoundError(absl::StrCat("no file-based source to shard on this branch: the walk from the "
+                                            "root reached ",
+                                            std::string(op), " at ", path));
+  }
+  for (size_t i = 0; i < (every_input ? inputs.size() : 1); ++i) {
+    absl::Status status = WalkToFileSources(*inputs[i], ChildNodePath(path, i), depth + 1, found);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<FileShardTarget>> FindFileShardTargets(const OpNode& root) {
+  std::vector<FileShardTarget> found;
+  absl::Status status = WalkToFileSources(root, std::string(kRootNodePath), 0, &found);
+  if (!status.ok()) return status;
+  return found;
+}
 
 std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
   const OpNode* node = &root;
@@ -280,30 +326,27 @@ absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPol
     decision.applied = AutoShardPolicy::kData;
     return decision;
   }
-  std::optional<std::string> path = FindFileSourcePath(root);
-  if (!path.has_value()) {
+  absl::StatusOr<std::vector<FileShardTarget>> sources = FindFileShardTargets(root);
+  if (!sources.ok()) {
+    // As tf.data: AUTO falls back to DATA when the walk finds no way to shard by file; FILE fails.
     if (requested == AutoShardPolicy::kAuto) {
       decision.applied = AutoShardPolicy::kData;
+      decision.reason = std::string(sources.status().message());
       return decision;
     }
-    return absl::InvalidArgumentError(
-        "AutoShardPolicy FILE: no file-based source (ListFiles, TFRecord, TextLines) in the dataset; set "
-        "auto_shard_policy to DATA to shard by element");
+    return absl::InvalidArgumentError(absl::StrCat("AutoShardPolicy FILE: ", sources.status().message(),
+                                                   "; set auto_shard_policy to DATA to shard by element"));
   }
-  absl::StatusOr<const OpNode*> source = ResolveFileSource(root, *path);
-  if (!source.ok()) return source.status();
-  int64_t num_files = static_cast<int64_t>(dynamic_cast<const ops::FileListSource*>(*source)->files().size());
-  if (num_files < num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("AutoShardPolicy ", AutoShardPolicyName(requested),
-                                                   ": the dataset's ", std::string((*source)->op_name()),
-                                                   " source has ", num_files, " file(s), fewer than the ",
-                                                   num_workers,
-                                                   " workers; set auto_shard_policy to DATA, or split the "
-                                                   "input into at least as many files as workers"));
+  for (const FileShardTarget& source : *sources) {
+    if (source.num_files < num_workers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AutoShardPolicy ", AutoShardPolicyName(requested), ": the dataset's ", source.op, " source at ",
+          source.path, " has ", source.num_files, " file(s), fewer than the ", num_workers,
+          " workers; set auto_shard_policy to DATA, or split the input into at least as many files as workers"));
+    }
   }
   decision.applied = AutoShardPolicy::kFile;
-  decision.file_source_path = std::move(*path);
-  decision.num_files = num_files;
+  decision.file_sources = *std::move(sources);
   return decision;
 }
 

@@ -61,8 +61,7 @@ void MirroredStrategy::ConfigureRebatch(const OpNode& root, const DistributeOpti
     if (config->status.ok()) config->status = decision.status();
   } else {
     config->applied_policy = decision->applied;
-    config->file_source_path = decision->file_source_path;
-    config->num_files = decision->num_files;
+    config->file_sources = decision->file_sources;
     config->shard_reason = decision->reason;
   }
   // DATA: every worker reads the same batches, so each batch is one global step, cut into the N pieces of

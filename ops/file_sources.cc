@@ -243,7 +243,7 @@ std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStreamAt(IteratorContex
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,
                                          const IteratorContext& context) {
   const IteratorContext::FileShard& shard = context.file_shard;
-  if (shard.target != node || shard.num_shards <= 1) return files;
+  if (!shard.Cuts(node)) return files;
   std::vector<std::string> mine;
   for (size_t i = 0; i < files.size(); ++i) {
     if (static_cast<int64_t>(i) % shard.num_shards == shard.index) mine.push_back(files[i]);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "sluice/distribute/distributed_iterator.h"
 #include "sluice/ops/dataset.h"
 #include "sluice/ops/node_path.h"
+#include "tests/ops/test_helpers.h"
 #include "tests/test_util.h"
 
 namespace sluice {
@@ -41,32 +43,130 @@ class AutoShardPathTest : public ::testing::Test {
         .Map([](std::pair<int64_t, std::string> p) { return p.second; })
         .Batch(2);
   }
+  // Zip(TextLines(files 0-1), TextLines(files 0-3)).Map(...).Batch(2): file sources at /0/0/0 and /0/0/1.
+  Dataset<std::vector<std::string>> TwoFileBranches() const {
+    return Zip(TextLines({files_[0], files_[1]}), TextLines(files_))
+        .Map([](std::pair<std::string, std::string> p) { return p.first + "|" + p.second; })
+        .Batch(2);
+  }
 
   std::vector<std::string> files_;
 };
 
-TEST_F(AutoShardPathTest, TheDecisionNamesTheFileSourceByPath) {
-  auto ds = Pipeline();
-  EXPECT_EQ(distribute::FindFileSourcePath(*ds.node()), std::optional<std::string>("/0/0/1"));
-  EXPECT_EQ(distribute::FindFileSource(*ds.node()), ds.node()->inputs()[0]->inputs()[0]->inputs()[1].get());
-  EXPECT_EQ(distribute::FindFileSourcePath(*Range(3).Batch(2).node()), std::nullopt);
-  // The first in depth-first order, inputs in order.
-  auto two = Zip(TextLines({files_[0]}), TextLines(files_));
-  EXPECT_EQ(distribute::FindFileSourcePath(*two.node()), std::optional<std::string>("/0"));
-
+TEST_F(AutoShardPathTest, TheDecisionNamesEveryFileSourceByPath) {
+  using distribute::FileShardTarget;
+  auto ds = TwoFileBranches();
   absl::StatusOr<distribute::ShardDecision> decision =
       distribute::DecideShardPolicy(*ds.node(), AutoShardPolicy::kFile, 2);
   ASSERT_TRUE(decision.ok()) << decision.status();
   EXPECT_EQ(decision->applied, AutoShardPolicy::kFile);
-  EXPECT_EQ(decision->file_source_path, "/0/0/1");
-  EXPECT_EQ(decision->num_files, 4);
+  EXPECT_THAT(decision->file_sources,
+              ElementsAre(FileShardTarget{"/0/0/0", "TextLines", 2}, FileShardTarget{"/0/0/1", "TextLines", 4}));
+  EXPECT_EQ(decision->reason, "");
+  decision = distribute::DecideShardPolicy(*ds.node(), AutoShardPolicy::kAuto, 2);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->applied, AutoShardPolicy::kFile);
+  EXPECT_EQ(decision->file_sources.size(), 2u);
+  // Every source needs a file per worker, AUTO too (tf.data's require_non_empty shard).
+  for (AutoShardPolicy policy : {AutoShardPolicy::kFile, AutoShardPolicy::kAuto}) {
+    decision = distribute::DecideShardPolicy(*ds.node(), policy, 3);
+    EXPECT_EQ(decision.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(decision.status().message()),
+                HasSubstr("TextLines source at /0/0/0 has 2 file(s), fewer than the 3 workers"));
+  }
   decision = distribute::DecideShardPolicy(*ds.node(), AutoShardPolicy::kAuto, 1);
   ASSERT_TRUE(decision.ok());
-  EXPECT_EQ(decision->file_source_path, "");
-  decision = distribute::DecideShardPolicy(*Range(8).Batch(2).node(), AutoShardPolicy::kAuto, 2);
-  ASSERT_TRUE(decision.ok());
-  EXPECT_EQ(decision->applied, AutoShardPolicy::kData);
-  EXPECT_EQ(decision->file_source_path, "");
+  EXPECT_EQ(decision->applied, AutoShardPolicy::kOff);
+  EXPECT_TRUE(decision->file_sources.empty());
+  // The first file source in depth-first order, whether or not FILE can use it.
+  EXPECT_EQ(distribute::FindFileSourcePath(*Pipeline().node()), std::optional<std::string>("/0/0/1"));
+  EXPECT_EQ(distribute::FindFileSourcePath(*Range(3).Batch(2).node()), std::nullopt);
+}
+
+// tf.data's walk (auto_shard.cc): a branch that reaches an op which is neither a file source, nor passes
+// elements through, nor a zip or concatenation cannot be sharded by file: FILE fails, AUTO shards by data.
+TEST_F(AutoShardPathTest, ABranchWithoutAFileSourceMakesFileFailAndAutoShardByData) {
+  struct Case {
+    Dataset<std::vector<std::string>> dataset;
+    std::string stop;  // the op and path where the walk stopped
+  };
+  const std::vector<Case> cases = {
+      {Pipeline(), "Range at /0/0/0"},
+      // Enumerate is a zip with a range in tf.data.
+      {TextLines(files_).Enumerate().Map([](std::pair<int64_t, std::string> p) { return p.second; }).Batch(2),
+       "Enumerate at /0/0"},
+      {SampleFromDatasets<std::string>({TextLines(files_), TextLines(files_)}, {0.5, 0.5}, 1).Batch(2),
+       "SampleFromDatasets at /0"},
+      {FromVector<std::string>({"a", "b"}).Batch(2), "FromVector at /0"},
+      {TextLines(files_).Concatenate(FromVector<std::string>({"x"})).Batch(2), "FromVector at /0/1"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<distribute::FileShardTarget>> targets =
+        distribute::FindFileShardTargets(*c.dataset.node());
+    EXPECT_EQ(targets.status().code(), absl::StatusCode::kNotFound) << c.stop;
+    EXPECT_THAT(std::string(targets.status().message()), HasSubstr(c.stop));
+    absl::StatusOr<distribute::ShardDecision> file =
+        distribute::DecideShardPolicy(*c.dataset.node(), AutoShardPolicy::kFile, 2);
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument) << c.stop;
+    EXPECT_THAT(std::string(file.status().message()), HasSubstr(c.stop));
+    absl::StatusOr<distribute::ShardDecision> automatic =
+        distribute::DecideShardPolicy(*c.dataset.node(), AutoShardPolicy::kAuto, 2);
+    ASSERT_TRUE(automatic.ok()) << automatic.status();
+    EXPECT_EQ(automatic->applied, AutoShardPolicy::kData) << c.stop;
+    EXPECT_THAT(automatic->reason, HasSubstr(c.stop));
+    EXPECT_TRUE(automatic->file_sources.empty());
+  }
+}
+
+// Zip and Concatenate of two file branches under FILE: every worker reads its share of each branch, so
+// the workers' elements are disjoint and together the whole dataset.
+TEST_F(AutoShardPathTest, EveryFileBranchIsShardedAndTheWorkersPartitionTheData) {
+  std::vector<std::string> more;
+  for (int i = 0; i < 4; ++i) {
+    std::string path = testing_util::TempPath(absl::StrCat("path_shard_more_", i, ".txt"));
+    testing_util::WriteFile(path, absl::StrCat("g", i, "-0\n"));
+    more.push_back(path);
+  }
+  const std::vector<std::pair<std::string, Dataset<std::string>>> pipelines = {
+      {"concatenate",
+       TextLines(files_)
+           .Concatenate(ListFiles(more).Interleave([](std::string f) { return TextLines({f}); }, 2, 1))
+           .Map([](std::string s) { return s + "!"; })},
+      {"zip", Zip(TextLines(files_), TextLines(files_).Skip(0)).Map([](std::pair<std::string, std::string> p) {
+         return p.first + "|" + p.second;
+       })},
+  };
+  for (const auto& [name, dataset] : pipelines) {
+    const std::vector<std::string> whole = test_ops::Values(dataset);
+    for (int workers : {2, 4}) {
+      absl::StatusOr<distribute::ShardDecision> decision =
+          distribute::DecideShardPolicy(*dataset.node(), AutoShardPolicy::kAuto, workers);
+      ASSERT_TRUE(decision.ok()) << decision.status();
+      ASSERT_EQ(decision->applied, AutoShardPolicy::kFile) << name;
+      ASSERT_EQ(decision->file_sources.size(), 2u) << name;
+      std::multiset<std::string> seen;
+      for (int w = 0; w < workers; ++w) {
+        auto context = std::make_shared<IteratorContext>();
+        context->file_shard.num_shards = workers;
+        context->file_shard.index = w;
+        for (const distribute::FileShardTarget& source : decision->file_sources) {
+          absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(*dataset.node(), source.path);
+          ASSERT_TRUE(target.ok()) << target.status();
+          context->file_shard.paths.push_back(source.path);
+          context->file_shard.targets.push_back(*target);
+        }
+        Iterator<std::string> it(dataset.node()->MakeStream(context), context);
+        std::vector<std::string> mine;
+        for (absl::StatusOr<std::string> e : it) {
+          ASSERT_TRUE(e.ok()) << e.status();
+          mine.push_back(*e);
+        }
+        EXPECT_EQ(mine.size(), whole.size() / workers) << name << " worker " << w << " of " << workers;
+        seen.insert(mine.begin(), mine.end());
+      }
+      EXPECT_EQ(seen, std::multiset<std::string>(whole.begin(), whole.end())) << name << " " << workers;
+    }
+  }
 }
 
 TEST_F(AutoShardPathTest, ResolvingAPathChecksItNamesAFileSource) {
@@ -86,21 +186,26 @@ TEST_F(AutoShardPathTest, ResolvingAPathChecksItNamesAFileSource) {
 // The path decided on one graph shards an equal graph built separately (what a worker process does).
 TEST_F(AutoShardPathTest, APathDecidedOnOneGraphShardsARebuiltOne) {
   absl::StatusOr<distribute::ShardDecision> decision =
-      distribute::DecideShardPolicy(*Pipeline().node(), AutoShardPolicy::kFile, 2);
+      distribute::DecideShardPolicy(*TwoFileBranches().node(), AutoShardPolicy::kFile, 2);
   ASSERT_TRUE(decision.ok()) << decision.status();
-  auto rebuilt = Pipeline();
+  auto rebuilt = TwoFileBranches();
   auto context = std::make_shared<IteratorContext>();
-  absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(*rebuilt.node(), decision->file_source_path);
-  ASSERT_TRUE(target.ok()) << target.status();
-  context->file_shard = {decision->file_source_path, *target, 2, 1};
+  context->file_shard.num_shards = 2;
+  context->file_shard.index = 1;
+  for (const distribute::FileShardTarget& source : decision->file_sources) {
+    absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(*rebuilt.node(), source.path);
+    ASSERT_TRUE(target.ok()) << target.status();
+    context->file_shard.paths.push_back(source.path);
+    context->file_shard.targets.push_back(*target);
+  }
   Iterator<std::vector<std::string>> it(rebuilt.node()->MakeStream(context), context);
   std::vector<std::vector<std::string>> batches;
   for (absl::StatusOr<std::vector<std::string>> batch : it) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     batches.push_back(*batch);
   }
-  // Files 1 and 3 only.
-  EXPECT_THAT(batches, ElementsAre(ElementsAre("f1-0", "f1-1"), ElementsAre("f3-0", "f3-1")));
+  // File 1 of the first branch beside files 1 and 3 of the second: the zip ends with the shorter share.
+  EXPECT_THAT(batches, ElementsAre(ElementsAre("f1-0|f1-0", "f1-1|f1-1")));
 }
 
 // Through a DistributedDataset: the configuration carries the path, resolved when each iterator is made.
@@ -112,8 +217,7 @@ TEST_F(AutoShardPathTest, DistributedIteratorsResolveTheConfiguredPath) {
   config.replicas_per_worker = 1;
   config.requested_policy = AutoShardPolicy::kFile;
   config.applied_policy = AutoShardPolicy::kFile;
-  config.file_source_path = "/0/0/1";
-  config.num_files = 4;
+  config.file_sources = {{"/0/0/1", "TextLines", 4}};
   absl::StatusOr<distribute::RebatchPlan> plan = distribute::RebatchPlan::Create(std::nullopt, 2, 1, 0);
   ASSERT_TRUE(plan.ok()) << plan.status();
   config.plan = *plan;
@@ -136,7 +240,7 @@ TEST_F(AutoShardPathTest, DistributedIteratorsResolveTheConfiguredPath) {
   for (auto [path, code] : {std::pair<std::string, absl::StatusCode>{"/0/0/0", absl::StatusCode::kFailedPrecondition},
                             {"/3", absl::StatusCode::kNotFound}}) {
     detail::DistributeConfig wrong = config;
-    wrong.file_source_path = path;
+    wrong.file_sources = {{path, "TextLines", 4}};
     DistributedIterator<std::vector<std::string>> it =
         DistributedDataset<std::vector<std::string>>(rebuilt.node(), wrong).MakeIterator();
     auto first = it.NextBlocking();

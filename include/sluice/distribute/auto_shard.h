@@ -6,16 +6,23 @@
 // - Rebatch comes first, then auto-shard, as in tf.distribute.
 // - kOff: every worker reads the whole dataset and splits its own global batches (workers see the same
 //   elements, as with TensorFlow's OFF).
-// - kFile: the file-based source found in the graph (a ListFiles node, or a TFRecord / TextLines source over
-//   a list of files) keeps files i with i mod num_workers == worker_index. Fewer files than workers is
-//   InvalidArgument, telling the user to use DATA. No file source is InvalidArgument too. The decision
-//   names the source by its node path (sluice/ops/node_path.h), which another process can resolve in its
-//   own rebuild of the graph; each iterator resolves it against its root when it is made.
+// - kFile: every file-based source of the graph (a ListFiles node, or a TFRecord / TextLines /
+//   FixedLengthRecords source over a list of files) keeps files i with i mod num_workers == worker_index.
+//   The sources are found by tf.data's walk (auto_shard.cc) from the root: ops that pass elements through
+//   (Batch, PaddedBatch, Cache, Filter, Map, ParallelMap, ParseExample, Prefetch, Rebatch, Repeat, Shard,
+//   Shuffle, Skip, Take, Interleave, FlatMap, ParallelInterleave) lead to their first input; Zip and
+//   Concatenate to every input, each of which must reach a file source; anything else (Range, FromVector,
+//   FromGenerator, Enumerate, which tf.data builds as a zip with a range, SampleFromDatasets, Scan, ...)
+//   means there is no way to shard that branch by file: InvalidArgument naming the op and its path. A
+//   source with fewer files than workers is InvalidArgument, telling the user to use DATA. The decision
+//   names the sources by node path (sluice/ops/node_path.h), which another process can resolve in its own
+//   rebuild of the graph; each iterator resolves them against its root when it is made.
 // - kData: every worker reads everything and keeps its share of the rebatched pieces: the pieces of
 //   global step k are cut from the k-th global batch, and worker w keeps those of its replicas
 //   (w * replicas_per_worker ... + replicas_per_worker - 1).
-// - kAuto: kFile when a file-based source exists, else kData; the choice is reported by
-//   DistributedDataset::applied_shard_policy() and its stats string.
+// - kAuto: kFile when the walk shards every branch by file, else kData with the reason (the op that
+//   stopped the walk); as in tf.data, a source with fewer files than workers is still InvalidArgument. The
+//   choice is reported by DistributedDataset::applied_shard_policy() and its stats string.
 // - WorkerAgreement: once per global step, in order, every worker's fan-out says whether it has data for
 //   the step (of its epoch: its k-th iterator) and learns whether any worker has; when none has, every replica of every worker sees the end
 //   together; a worker without data gives its replicas empty batches meanwhile. A real deployment
@@ -113,8 +120,20 @@ namespace distribute {
 // Shuffle, Filter, TakeWhile) has drop_remainder=true. std::nullopt when unknown.
 SLUICE_EXPORT std::optional<int64_t> FindStaticBatchSize(const OpNode& root);
 
-// The path of the file-based source FILE sharding would cut, or nullopt: the first node (depth first from
-// the root, inputs in order) that is a FileListSource (ListFiles, TFRecord, TextLines over a list of files).
+// One file-based source FILE sharding cuts: its node path, op name and number of files.
+struct FileShardTarget {
+  std::string path;
+  std::string op;
+  int64_t num_files = 0;
+  friend bool operator==(const FileShardTarget&, const FileShardTarget&) = default;
+};
+
+// Every file-based source FILE sharding cuts, by tf.data's walk (see kFile above), in depth-first order;
+// NotFound naming the op and path where a branch has no shardable file source.
+SLUICE_EXPORT absl::StatusOr<std::vector<FileShardTarget>> FindFileShardTargets(const OpNode& root);
+
+// The first file-based source of the graph (depth first from the root, inputs in order), whether or not
+// the walk above reaches it, or nullopt: a FileListSource (ListFiles, TFRecord, TextLines over files).
 SLUICE_EXPORT std::optional<std::string> FindFileSourcePath(const OpNode& root);
 // That node itself, or nullptr.
 SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
@@ -123,15 +142,16 @@ SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
 // path (FindNodeByPath), FailedPrecondition naming the op when the node there is not a file source.
 SLUICE_EXPORT absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_view path);
 
-// The policy that applies, and for FILE the node to shard, by path: kOff for one worker; kAuto resolved;
-// kFile with too few files or no file source -> InvalidArgument. A pipeline reading a shared data-service
-// job (Distribute with a job_name) is never sharded again: AUTO applies OFF (with `reason`), FILE and
-// DATA are InvalidArgument.
+// The policy that applies, and for FILE the nodes to shard, by path: kOff for one worker; kAuto resolved;
+// kFile with too few files or a branch without a file source -> InvalidArgument. A pipeline reading a
+// shared data-service job (Distribute with a job_name) is never sharded again: AUTO applies OFF (with
+// `reason`), FILE and DATA are InvalidArgument.
 struct ShardDecision {
   AutoShardPolicy applied = AutoShardPolicy::kOff;
-  std::string file_source_path;  // "" unless applied is kFile
-  int64_t num_files = 0;
-  std::string reason;  // why AUTO chose OFF for several workers (a shared data-service job), else ""
+  std::vector<FileShardTarget> file_sources;  // empty unless applied is kFile
+  // Why AUTO chose what it did when that was not FILE for several workers (a shared data-service job,
+  // the op that stopped the file walk), else "".
+  std::string reason;
 };
 SLUICE_EXPORT absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
                                                               int num_workers);

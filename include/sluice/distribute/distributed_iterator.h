@@ -159,9 +159,8 @@ struct DistributeConfig {
   std::optional<int64_t> static_batch;
   AutoShardPolicy requested_policy = AutoShardPolicy::kAuto;
   AutoShardPolicy applied_policy = AutoShardPolicy::kOff;
-  std::string file_source_path;  // kFile: the node to shard, by node path from the dataset's root
-  int64_t num_files = 0;
-  std::string shard_reason;  // why AUTO applied OFF to several workers, or ""
+  std::vector<distribute::FileShardTarget> file_sources;  // kFile: the nodes to shard, by node path from the root
+  std::string shard_reason;  // why AUTO applied OFF or DATA to several workers, or ""
   // kRebatch: how input batches are cut. With DATA the plan is (1 worker, N replicas) and this worker
   // keeps ranges [piece_offset, piece_offset + replicas_per_worker) of each step.
   std::optional<distribute::RebatchPlan> plan;
@@ -261,8 +260,9 @@ class DistributedState {
   // A FILE shard path that does not name a file source of this root (a configuration made for another
   // graph) is the iterator's one error step.
   static DistributeConfig ResolveShard(DistributeConfig config, const OpNode& root) {
-    if (config.status.ok() && !config.file_source_path.empty()) {
-      absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(root, config.file_source_path);
+    for (const distribute::FileShardTarget& source : config.file_sources) {
+      if (!config.status.ok()) break;
+      absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(root, source.path);
       if (!target.ok()) config.status = target.status();
     }
     return config;
@@ -278,11 +278,14 @@ class DistributedState {
     } else {
       context->pool = &ThreadPool::Default();
     }
-    if (config.status.ok() && !config.file_source_path.empty()) {
-      // ResolveShard has checked the path against this root.
-      context->file_shard = {config.file_source_path,
-                             *distribute::ResolveFileSource(root, config.file_source_path), config.num_workers,
-                             config.worker_index};
+    if (config.status.ok() && !config.file_sources.empty()) {
+      // ResolveShard has checked the paths against this root.
+      context->file_shard.num_shards = config.num_workers;
+      context->file_shard.index = config.worker_index;
+      for (const distribute::FileShardTarget& source : config.file_sources) {
+        context->file_shard.paths.push_back(source.path);
+        context->file_shard.targets.push_back(*distribute::ResolveFileSource(root, source.path));
+      }
     }
     return context;
   }
@@ -721,10 +724,14 @@ class DistributedDataset {
                                    AutoShardPolicyName(c.requested_policy), " applied=",
                                    AutoShardPolicyName(c.applied_policy));
     if (!c.shard_reason.empty()) absl::StrAppend(&out, " (", c.shard_reason, ")");
-    if (!c.file_source_path.empty()) {
-      absl::StatusOr<const OpNode*> source = distribute::ResolveFileSource(*node_, c.file_source_path);
-      absl::StrAppend(&out, " (", source.ok() ? std::string((*source)->op_name()) : c.file_source_path, ": ",
-                      c.num_files, " files)");
+    if (!c.file_sources.empty()) {
+      absl::StrAppend(&out, " (");
+      for (size_t i = 0; i < c.file_sources.size(); ++i) {
+        const distribute::FileShardTarget& source = c.file_sources[i];
+        absl::StrAppend(&out, i ? ", " : "", source.op, c.file_sources.size() > 1 ? " at " + source.path : "",
+                        ": ", source.num_files, " files");
+      }
+      absl::StrAppend(&out, ")");
     }
     if (c.mode == detail::DistributeMode::kFromFunction) {
       absl::StrAppend(&out, " input=from_function");

@@ -8,6 +8,7 @@
 #ifndef SLUICE_OPS_OP_NODE_H_
 #define SLUICE_OPS_OP_NODE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -67,15 +68,18 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
-  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file source at `path` (a node path,
-  // sluice/ops/node_path.h) keeps files i with i mod num_shards == index when it makes its stream.
-  // `target` is `path` resolved against this iterator's root when the iterator was made (a node does not
-  // know its own path); other nodes ignore it.
+  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file sources at `paths` (node paths,
+  // sluice/ops/node_path.h) keep files i with i mod num_shards == index when they make their streams.
+  // `targets` are `paths` resolved against this iterator's root when the iterator was made (a node does not
+  // know its own path); other nodes ignore them.
   struct FileShard {
-    std::string path;
-    const OpNode* target = nullptr;
+    std::vector<std::string> paths;
+    std::vector<const OpNode*> targets;
     int64_t num_shards = 1;
     int64_t index = 0;
+    bool Cuts(const OpNode* node) const {
+      return num_shards > 1 && std::find(targets.begin(), targets.end(), node) != targets.end();
+    }
   };
   FileShard file_shard;
   // Seeds drawn for unseeded ops, pass counters and memory caches of this iterator: never null, never
