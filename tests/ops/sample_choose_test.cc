@@ -193,5 +193,34 @@ TEST(SampleFromDatasetsTest, UnseededDrawsItsSeedPerIterator) {
             std::vector<int64_t>(epochs.begin() + 1000, epochs.end()));
 }
 
+// tf.data's rerandomize_each_iteration: every pass (epoch) draws its own sequence, reproducibly.
+TEST(SampleFromDatasetsTest, RerandomizeEachIterationDrawsASequencePerEpoch) {
+  auto make = [](bool rerandomize) {
+    return SampleFromDatasets<int64_t>({Range(0, 500), Range(1000, 1500)}, {}, 7, false, rerandomize);
+  };
+  auto halves = [](const std::vector<int64_t>& epochs) {
+    return std::pair(std::vector<int64_t>(epochs.begin(), epochs.begin() + 1000),
+                     std::vector<int64_t>(epochs.begin() + 1000, epochs.end()));
+  };
+  std::vector<int64_t> repeated = Values(make(false).Repeat(2));
+  ASSERT_EQ(repeated.size(), 2000u);
+  EXPECT_EQ(halves(repeated).first, halves(repeated).second);
+
+  std::vector<int64_t> rerandomized = Values(make(true).Repeat(2));
+  ASSERT_EQ(rerandomized.size(), 2000u);
+  auto [first, second] = halves(rerandomized);
+  // Equal only if the 1000 fair choices are, with probability below 2^-500.
+  EXPECT_NE(first, second);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(first, second);  // every element once per epoch
+  EXPECT_EQ(Values(make(true).Repeat(2)), rerandomized);  // the seed fixes the sequence of sequences
+
+  bool found = false;
+  for (const Param& p : make(true).node()->params()) found = found || p.name == "rerandomize_each_iteration";
+  EXPECT_TRUE(found);
+  for (const Param& p : make(false).node()->params()) EXPECT_NE(p.name, "rerandomize_each_iteration");
+}
+
 }  // namespace
 }  // namespace sluice

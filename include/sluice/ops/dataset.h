@@ -492,10 +492,12 @@ inline Dataset<std::string> FixedLengthRecords(std::vector<std::string> files, i
 // Elements drawn at random from `datasets` by `weights` (empty = uniform). See sluice/ops/sample_from_datasets.h.
 template <class T>
 Dataset<T> SampleFromDatasets(const std::vector<Dataset<T>>& datasets, std::vector<double> weights = {},
-                              std::optional<uint64_t> seed = std::nullopt, bool stop_on_empty_dataset = false) {
+                              std::optional<uint64_t> seed = std::nullopt, bool stop_on_empty_dataset = false,
+                              bool rerandomize_each_iteration = false) {
   std::vector<NodePtr<T>> nodes;
   for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
-  return Dataset<T>(ops::MakeSampleFromDatasets<T>(std::move(nodes), std::move(weights), seed, stop_on_empty_dataset));
+  return Dataset<T>(ops::MakeSampleFromDatasets<T>(std::move(nodes), std::move(weights), seed, stop_on_empty_dataset,
+                                                   rerandomize_each_iteration));
 }
 
 // The next element of datasets[k] for each k of `choices`. See sluice/ops/sample_from_datasets.h.

@@ -221,9 +221,10 @@ void RegisterGenericOps() {
       SLUICE_REGISTRATION_ASSIGN_(weights, in.Get<std::vector<double>>("weights"));
       SLUICE_REGISTRATION_ASSIGN_(stop, in.Get<bool>("stop_on_empty_dataset"));
       SLUICE_REGISTRATION_ASSIGN_(seed, in.GetOptional<int64_t>("seed"));
+      SLUICE_REGISTRATION_ASSIGN_(rerandomize, in.GetOptional<bool>("rerandomize_each_iteration"));
       std::optional<uint64_t> unsigned_seed;
       if (seed) unsigned_seed = static_cast<uint64_t>(*seed);
-      return Erase(SampleFromDatasets<T>(datasets, weights, unsigned_seed, stop));
+      return Erase(SampleFromDatasets<T>(datasets, weights, unsigned_seed, stop, rerandomize.value_or(false)));
     });
     RegisterOpBuilder("ChooseFromDatasets", name, ElementTypeName<int64_t>(), [](const OpBuildInput& in) -> Built {
       SLUICE_REGISTRATION_ASSIGN_(choices, in.Input<int64_t>(0));

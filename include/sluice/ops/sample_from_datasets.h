@@ -23,6 +23,9 @@
 //   per iterator at its first use (sluice/ops/iterator_state.h): the iterator's epochs repeat one
 //   sequence, another iterator draws another, and params() carry no seed. The generator is sluice's
 //   (splitmix64), so sequences are not TensorFlow's.
+// - rerandomize_each_iteration (default false, as tf.data): each new pass (each epoch of a Repeat, and
+//   each iterator of a DistributedDataset) draws a different sequence, the way Shuffle's
+//   reshuffle_each_iteration does; the same seed still gives the same sequence of sequences.
 // - Argument errors make the dataset one InvalidArgument element: no datasets, weights.size() !=
 //   datasets.size() (when weights are given), or a weight that is negative, NaN or infinite (tf.data
 //   would silently drop a negative weight; sluice reports it).
@@ -229,12 +232,18 @@ template <class T>
 class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_from_this<SampleFromDatasetsNode<T>> {
  public:
   SampleFromDatasetsNode(std::vector<NodePtr<T>> inputs, std::vector<double> weights, std::optional<uint64_t> seed,
-                         bool stop_on_empty)
-      : inputs_(std::move(inputs)), weights_(std::move(weights)), seed_(seed), stop_on_empty_(stop_on_empty) {}
+                         bool stop_on_empty, bool rerandomize)
+      : inputs_(std::move(inputs)),
+        weights_(std::move(weights)),
+        seed_(seed),
+        stop_on_empty_(stop_on_empty),
+        rerandomize_(rerandomize) {}
   std::string_view op_name() const override { return "SampleFromDatasets"; }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"weights", weights_}, {"stop_on_empty_dataset", stop_on_empty_}};
     if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});
+    // Only when set, so that graphs saved before the option existed keep their bytes and fingerprints.
+    if (rerandomize_) p.push_back({"rerandomize_each_iteration", true});
     return p;
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {inputs_.begin(), inputs_.end()}; }
@@ -242,7 +251,9 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     std::vector<std::unique_ptr<Stream<T>>> streams;
     for (const NodePtr<T>& input : inputs_) streams.push_back(input->MakeStream(context));
-    const uint64_t seed = seed_ ? *seed_ : context->state->Seed({this, this->weak_from_this()});
+    const IteratorState::NodeKey key{this, this->weak_from_this()};
+    uint64_t seed = seed_ ? *seed_ : context->state->Seed(key);
+    if (rerandomize_) seed = ShufflePassSeed(seed, context->state->BeginPass(key));
     using Selector = detail_directed::RandomSelector;
     return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
         "SampleFromDatasets", Selector(weights_, seed), std::move(streams), stop_on_empty_);
@@ -253,13 +264,14 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
   std::vector<double> weights_;
   std::optional<uint64_t> seed_;  // nullopt: drawn per iterator
   bool stop_on_empty_;
+  bool rerandomize_;
 };
 
 // Validates the arguments and applies tf.data's simplifications (zero weights dropped, one input left
 // returned as is); see the contract above.
 template <class T>
 NodePtr<T> MakeSampleFromDatasets(std::vector<NodePtr<T>> inputs, std::vector<double> weights,
-                                  std::optional<uint64_t> seed, bool stop_on_empty) {
+                                  std::optional<uint64_t> seed, bool stop_on_empty, bool rerandomize = false) {
   auto error = [](std::string message) {
     return MakeErrorSource<T>("SampleFromDatasets", absl::InvalidArgumentError(std::move(message)));
   };
@@ -285,7 +297,7 @@ NodePtr<T> MakeSampleFromDatasets(std::vector<NodePtr<T>> inputs, std::vector<do
   if (kept_inputs.empty()) return std::make_shared<TakeNode<T>>(inputs[0], 0);
   if (kept_inputs.size() == 1) return kept_inputs[0];
   return std::make_shared<SampleFromDatasetsNode<T>>(std::move(kept_inputs), std::move(kept_weights), seed,
-                                                     stop_on_empty);
+                                                     stop_on_empty, rerandomize);
 }
 
 template <class T>
