@@ -237,10 +237,11 @@ ThreadIoBackend::~ThreadIoBackend() {
 void ThreadIoBackend::Execute(std::coroutine_handle<> handle) { Push({nullptr, handle.address()}); }
 
 void ThreadIoBackend::Push(WorkItem item) {
-  {
-    std::lock_guard<std::mutex> lock(work_mu_);
-    work_.push_back(item);
-  }
+  // Notified under the lock: once the item is queued, a worker may finish it and its owner destroy this
+  // backend, and the destructor takes work_mu_ first, so the condition variable outlives this call
+  // (TSan saw pthread_cond_destroy race a notify made after the unlock).
+  std::lock_guard<std::mutex> lock(work_mu_);
+  work_.push_back(item);
   work_cv_.notify_one();
 }
 
