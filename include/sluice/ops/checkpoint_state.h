@@ -42,7 +42,8 @@ class OpNode;
 class IteratorState;
 
 // Bumped whenever the layout of the state or of any op's section changes incompatibly.
-inline constexpr uint64_t kCheckpointFormatVersion = 1;
+// 2: Shard saves a call left pending.
+inline constexpr uint64_t kCheckpointFormatVersion = 2;
 
 class SLUICE_EXPORT CheckpointWriter {
  public:

@@ -87,19 +87,24 @@ class ShardNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<ShardStream>(input_->MakeStream(std::move(context)), num_shards_, index_);
   }
-  // State: the input index mod num_shards.
+  // State: the input index mod num_shards, and the elements a call left pending has skipped (-1: no call
+  // pending). A consumer that pauses between a kPending and the next Poll (a parallel map's worker, a
+  // prefetch's producer) saves a Shard in the middle of a call.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     int64_t position = 0;
-    if (absl::Status s = reader.ReadState(path, &position); !s.ok()) return s;
-    if (position < 0 || position >= num_shards_) {
-      return reader.Corrupt(path, absl::DataLossError(absl::StrCat("position ", position)));
+    int64_t skipped = -1;
+    if (absl::Status s = reader.ReadState(path, &position, &skipped); !s.ok()) return s;
+    if (position < 0 || position >= num_shards_ || skipped < -1 || skipped >= num_shards_) {
+      return reader.Corrupt(path,
+                            absl::DataLossError(absl::StrCat("position ", position, ", skipped ", skipped)));
     }
     auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
     if (!input.ok()) return input.status();
     auto stream = std::make_unique<ShardStream>(std::move(*input), num_shards_, index_);
     stream->position_ = position;
+    if (skipped >= 0) stream->ResumeCall(skipped);
     return stream;
   }
 
@@ -138,8 +143,15 @@ class ShardNode final : public Node<T> {
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
-      writer->WriteState(path, position_);
+      writer->WriteState(path, position_, in_call_ ? skipped_ : int64_t{-1});
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    // A restored call left pending after `skipped` elements.
+    void ResumeCall(int64_t skipped) {
+      in_call_ = true;
+      skipped_ = skipped;
+      to_skip_ = index_ - position_;
+      if (to_skip_ < 0) to_skip_ += num_shards_;
     }
 
     int64_t position_ = 0;  // input index mod num_shards, errors not counted
