@@ -306,6 +306,20 @@ absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_
   return *node;
 }
 
+absl::StatusOr<IteratorContext::FileShard> MakeFileShard(const OpNode& root,
+                                                        const std::vector<FileShardTarget>& sources,
+                                                        int64_t num_workers, int64_t index) {
+  IteratorContext::FileShard shard;
+  shard.num_shards = num_workers;
+  shard.index = index;
+  for (const FileShardTarget& source : sources) {
+    absl::StatusOr<const OpNode*> target = ResolveFileSource(root, source.path);
+    if (!target.ok()) return target.status();
+    shard.targets.push_back(*target);
+  }
+  return shard;
+}
+
 absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
                                                 int num_workers) {
   ShardDecision decision;

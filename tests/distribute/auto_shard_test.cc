@@ -146,15 +146,11 @@ TEST_F(AutoShardPathTest, EveryFileBranchIsShardedAndTheWorkersPartitionTheData)
       ASSERT_EQ(decision->file_sources.size(), 2u) << name;
       std::multiset<std::string> seen;
       for (int w = 0; w < workers; ++w) {
+        absl::StatusOr<IteratorContext::FileShard> shard =
+            distribute::MakeFileShard(*dataset.node(), decision->file_sources, workers, w);
+        ASSERT_TRUE(shard.ok()) << shard.status();
         auto context = std::make_shared<IteratorContext>();
-        context->file_shard.num_shards = workers;
-        context->file_shard.index = w;
-        for (const distribute::FileShardTarget& source : decision->file_sources) {
-          absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(*dataset.node(), source.path);
-          ASSERT_TRUE(target.ok()) << target.status();
-          context->file_shard.paths.push_back(source.path);
-          context->file_shard.targets.push_back(*target);
-        }
+        context->file_shard = *shard;
         Iterator<std::string> it(dataset.node()->MakeStream(context), context);
         std::vector<std::string> mine;
         for (absl::StatusOr<std::string> e : it) {
@@ -189,15 +185,11 @@ TEST_F(AutoShardPathTest, APathDecidedOnOneGraphShardsARebuiltOne) {
       distribute::DecideShardPolicy(*TwoFileBranches().node(), AutoShardPolicy::kFile, 2);
   ASSERT_TRUE(decision.ok()) << decision.status();
   auto rebuilt = TwoFileBranches();
+  absl::StatusOr<IteratorContext::FileShard> shard =
+      distribute::MakeFileShard(*rebuilt.node(), decision->file_sources, 2, 1);
+  ASSERT_TRUE(shard.ok()) << shard.status();
   auto context = std::make_shared<IteratorContext>();
-  context->file_shard.num_shards = 2;
-  context->file_shard.index = 1;
-  for (const distribute::FileShardTarget& source : decision->file_sources) {
-    absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(*rebuilt.node(), source.path);
-    ASSERT_TRUE(target.ok()) << target.status();
-    context->file_shard.paths.push_back(source.path);
-    context->file_shard.targets.push_back(*target);
-  }
+  context->file_shard = *shard;
   Iterator<std::vector<std::string>> it(rebuilt.node()->MakeStream(context), context);
   std::vector<std::vector<std::string>> batches;
   for (absl::StatusOr<std::vector<std::string>> batch : it) {

@@ -201,7 +201,7 @@ TEST(SourcePositionTest, AutoShardPositionsIndexTheShare) {
                                     SharedTFRecord("beam_foo.tfrecord"), SharedTFRecord("beam_bar_foo.tfrecord")};
   auto node = std::make_shared<RecordFileNode>(files, RecordFormat::kTFRecord, Compression::kNone);
   auto context = std::make_shared<IteratorContext>();
-  context->file_shard = {{"/"}, {node.get()}, 2, 1};  // files 1 and 3
+  context->file_shard = {{node.get()}, 2, 1};  // files 1 and 3
   Walk<std::string> full = WalkAll(*node->MakeStream(context));
   ASSERT_EQ(full.elements.size(), 4u);
   EXPECT_EQ(full.before[3], (SourcePosition{1, 19}));

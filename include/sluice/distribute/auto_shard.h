@@ -142,6 +142,12 @@ SLUICE_EXPORT const OpNode* FindFileSource(const OpNode& root);
 // path (FindNodeByPath), FailedPrecondition naming the op when the node there is not a file source.
 SLUICE_EXPORT absl::StatusOr<const OpNode*> ResolveFileSource(const OpNode& root, std::string_view path);
 
+// The IteratorContext::FileShard that makes worker `index` of `num_workers` read its share of `sources`,
+// each path resolved against `root` (ResolveFileSource's errors).
+SLUICE_EXPORT absl::StatusOr<IteratorContext::FileShard> MakeFileShard(const OpNode& root,
+                                                                       const std::vector<FileShardTarget>& sources,
+                                                                       int64_t num_workers, int64_t index);
+
 // The policy that applies, and for FILE the nodes to shard, by path: kOff for one worker; kAuto resolved;
 // kFile with too few files or a branch without a file source -> InvalidArgument. A pipeline reading a
 // shared data-service job (Distribute with a job_name) is never sharded again: AUTO applies OFF (with

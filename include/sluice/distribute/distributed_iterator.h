@@ -260,10 +260,9 @@ class DistributedState {
   // A FILE shard path that does not name a file source of this root (a configuration made for another
   // graph) is the iterator's one error step.
   static DistributeConfig ResolveShard(DistributeConfig config, const OpNode& root) {
-    for (const distribute::FileShardTarget& source : config.file_sources) {
-      if (!config.status.ok()) break;
-      absl::StatusOr<const OpNode*> target = distribute::ResolveFileSource(root, source.path);
-      if (!target.ok()) config.status = target.status();
+    if (config.status.ok()) {
+      config.status =
+          distribute::MakeFileShard(root, config.file_sources, config.num_workers, config.worker_index).status();
     }
     return config;
   }
@@ -280,12 +279,8 @@ class DistributedState {
     }
     if (config.status.ok() && !config.file_sources.empty()) {
       // ResolveShard has checked the paths against this root.
-      context->file_shard.num_shards = config.num_workers;
-      context->file_shard.index = config.worker_index;
-      for (const distribute::FileShardTarget& source : config.file_sources) {
-        context->file_shard.paths.push_back(source.path);
-        context->file_shard.targets.push_back(*distribute::ResolveFileSource(root, source.path));
-      }
+      context->file_shard =
+          *distribute::MakeFileShard(root, config.file_sources, config.num_workers, config.worker_index);
     }
     return context;
   }

@@ -68,12 +68,11 @@ struct IteratorContext {
   ThreadPool* pool = nullptr;
   Options options;
   std::shared_ptr<ThreadPool> private_pool;  // owns `pool` when the options asked for a private one
-  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file sources at `paths` (node paths,
-  // sluice/ops/node_path.h) keep files i with i mod num_shards == index when they make their streams.
-  // `targets` are `paths` resolved against this iterator's root when the iterator was made (a node does not
-  // know its own path); other nodes ignore them.
+  // Auto-shard by FILE (sluice/distribute/auto_shard.h): the file sources `targets` keep files i with
+  // i mod num_shards == index when they make their streams. They are the decision's node paths
+  // (sluice/ops/node_path.h) resolved against this iterator's root when the iterator was made
+  // (distribute::MakeFileShard; a node does not know its own path); other nodes ignore them.
   struct FileShard {
-    std::vector<std::string> paths;
     std::vector<const OpNode*> targets;
     int64_t num_shards = 1;
     int64_t index = 0;
