@@ -207,9 +207,8 @@ absl::StatusOr<Sample> Iperf3Once(const std::string& iperf3, int64_t bytes) {
 
 // A zero rate is never a sample: try again, then fail naming it (bounded: 3 runs).
 absl::StatusOr<Sample> Iperf3(const std::string& iperf3, int64_t bytes) {
-  absl::StatusOr<Sample> sample = absl::InternalError("iperf3 did not run");
   for (int run = 0; run < 3; ++run) {
-    sample = Iperf3Once(iperf3, std::max(bytes, kIperfMinBytes));
+    absl::StatusOr<Sample> sample = Iperf3Once(iperf3, std::max(bytes, kIperfMinBytes));
     if (!sample.ok() || sample->value > 0) return sample;
   }
   return absl::InternalError("iperf3 reported a receiver rate of 0 in 3 runs");
