@@ -5,11 +5,14 @@
 
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <random>
 #include <string>
 #include <system_error>
 #include <tuple>
@@ -114,6 +117,14 @@ class BackendModeTest : public ::testing::TestWithParam<std::tuple<IoBackend, Re
 inline std::string BackendModeName(const ::testing::TestParamInfo<std::tuple<IoBackend, ReadMode>>& info) {
   return std::string(std::get<0>(info.param) == IoBackend::kUring ? "Uring" : "Threads") +
          (std::get<1>(info.param) == ReadMode::kMmap ? "Mmap" : "Read");
+}
+
+// `size` bytes from a generator seeded with `seed`: incompressible and the same on every run.
+inline std::string RandomBytes(size_t size, uint32_t seed) {
+  std::string s(size, '\0');
+  std::mt19937 rng(seed);
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
 }
 
 // Every backend with every read mode; under sanitizers, each backend and each mode once (they look for

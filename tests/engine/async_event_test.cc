@@ -11,15 +11,10 @@
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
+#include "tests/sanitized_build.h"
 
 namespace sluice {
 namespace {
-
-#if defined(SLUICE_SANITIZED_BUILD)
-constexpr int kScale = 4;
-#else
-constexpr int kScale = 1;
-#endif
 
 Task<absl::Status> WaitOnce(AsyncEvent* event) { co_return co_await event->Wait(); }
 
@@ -116,7 +111,7 @@ TEST(AsyncEventTest, ThreadsAndCoroutinesWokenBySetFromAnotherThread) {
 
 // Stop and Set race for the same waiters: each wait ends exactly once, either OK or Cancelled.
 TEST(AsyncEventTest, CancelRacingWithSet) {
-  constexpr int kIterations = 1000 / kScale;
+  constexpr int kIterations = 1000 / testing_util::kSanitizerSlowdown;
   int ok = 0, cancelled = 0;
   for (int i = 0; i < kIterations; ++i) {
     AsyncEvent event;

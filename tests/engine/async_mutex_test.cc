@@ -13,15 +13,10 @@
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
+#include "tests/sanitized_build.h"
 
 namespace sluice {
 namespace {
-
-#if defined(SLUICE_SANITIZED_BUILD)
-constexpr int kScale = 4;
-#else
-constexpr int kScale = 1;
-#endif
 
 // Takes the lock, records the order it got it in, and holds it until *release is set... by keeping the
 // guard in *held (the test drops it).
@@ -124,7 +119,7 @@ TEST(AsyncMutexTest, StopAlreadyRequestedCancelsEvenIfFree) {
 
 TEST(AsyncMutexTest, MutualExclusionUnderContention) {
   constexpr int kThreads = 4;
-  constexpr int kPerThread = 20000 / kScale;
+  constexpr int kPerThread = 20000 / testing_util::kSanitizerSlowdown;
   AsyncMutex mu;
   int64_t counter = 0;  // deliberately not atomic: TSan checks that the mutex orders the accesses
   std::vector<std::thread> threads;
@@ -159,7 +154,7 @@ Task<absl::Status> CountedLocks(AsyncMutex* mu, int64_t* counter, std::atomic<in
 
 TEST(AsyncMutexTest, CancellationStorm) {
   constexpr int kThreads = 4;
-  constexpr int kRounds = 400 / kScale;
+  constexpr int kRounds = 400 / testing_util::kSanitizerSlowdown;
   AsyncMutex mu;
   int64_t counter = 0;
   std::atomic<int64_t> acquired{0};

@@ -12,15 +12,10 @@
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
+#include "tests/sanitized_build.h"
 
 namespace sluice {
 namespace {
-
-#if defined(SLUICE_SANITIZED_BUILD)
-constexpr int kScale = 4;
-#else
-constexpr int kScale = 1;
-#endif
 
 Task<void> AcquireInto(AsyncSemaphore* sem, int id, std::vector<int>* order, std::optional<absl::Status>* out) {
   absl::Status s = co_await sem->Acquire();
@@ -115,7 +110,7 @@ Task<absl::Status> BoundedWork(AsyncSemaphore* sem, std::atomic<int>* inside, st
 
 TEST(AsyncSemaphoreTest, BoundsConcurrencyAcrossThreads) {
   constexpr int kThreads = 4;
-  constexpr int kPerThread = 20000 / kScale;
+  constexpr int kPerThread = 20000 / testing_util::kSanitizerSlowdown;
   AsyncSemaphore sem(2);
   std::atomic<int> inside{0}, max_inside{0};
   std::vector<std::thread> threads;
@@ -129,7 +124,7 @@ TEST(AsyncSemaphoreTest, BoundsConcurrencyAcrossThreads) {
 
 TEST(AsyncSemaphoreTest, CancellationStormKeepsTheCount) {
   constexpr int kThreads = 4;
-  constexpr int kRounds = 400 / kScale;
+  constexpr int kRounds = 400 / testing_util::kSanitizerSlowdown;
   AsyncSemaphore sem(1);
   std::atomic<int> inside{0}, max_inside{0};
   std::vector<std::thread> threads;
@@ -153,7 +148,7 @@ TEST(AsyncSemaphoreTest, CancellationStormKeepsTheCount) {
 // Release and stop race for one waiter: either it took the unit (none left) or it was cancelled (unit
 // still there).
 TEST(AsyncSemaphoreTest, CancelRacingWithRelease) {
-  constexpr int kIterations = 1000 / kScale;
+  constexpr int kIterations = 1000 / testing_util::kSanitizerSlowdown;
   for (int i = 0; i < kIterations; ++i) {
     AsyncSemaphore sem(0);
     std::vector<int> order;

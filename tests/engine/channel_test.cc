@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -20,15 +20,10 @@
 #include "sluice/engine/executor.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
+#include "tests/sanitized_build.h"
 
 namespace sluice {
 namespace {
-
-#if defined(SLUICE_SANITIZED_BUILD)
-constexpr int kScale = 4;
-#else
-constexpr int kScale = 1;
-#endif
 
 // Test coroutines are free functions: no capturing lambda coroutines (STYLE.md).
 Task<absl::Status> PushOne(Channel<int>* ch, int v) { co_return co_await ch->Push(v); }
@@ -300,7 +295,7 @@ TEST(ChannelTest, CancelOneOfSeveralWaitersKeepsOthersInOrder) {
 }
 
 TEST(ChannelTest, BlockingSideFifoAcrossThreads) {
-  constexpr int kItems = 20000 / kScale;
+  constexpr int kItems = 20000 / testing_util::kSanitizerSlowdown;
   Channel<int> ch(16);
   std::thread producer([&ch] {
     for (int i = 0; i < kItems; ++i) ASSERT_TRUE(ch.PushBlocking(i).ok());
@@ -319,7 +314,7 @@ TEST(ChannelTest, BlockingSideFifoAcrossThreads) {
 }
 
 TEST(ChannelTest, CoroutineFifoAcrossThreads) {
-  constexpr int kItems = 20000 / kScale;
+  constexpr int kItems = 20000 / testing_util::kSanitizerSlowdown;
   Channel<int> ch(4);
   int pushed = 0;
   std::thread producer([&] {
@@ -393,7 +388,7 @@ Task<absl::Status> ConsumeAll(Channel<int64_t>* ch, Totals* totals) {
 TEST(ChannelTest, MultiProducerMultiConsumerMixedSides) {
   constexpr int kProducers = 4;
   constexpr int kConsumers = 4;
-  constexpr int64_t kPerProducer = 50000 / kScale;
+  constexpr int64_t kPerProducer = 50000 / testing_util::kSanitizerSlowdown;
   Channel<int64_t> ch(64);
   Totals totals;
   std::vector<std::thread> producers, consumers;
@@ -455,9 +450,9 @@ Task<absl::Status> ProduceRound(Channel<int64_t>* ch, int64_t* next, int64_t end
 TEST(ChannelTest, CancellationStormLosesNothing) {
   constexpr int kProducers = 3;
   constexpr int kConsumers = 4;
-  constexpr int64_t kPerProducer = 20000 / kScale;
+  constexpr int64_t kPerProducer = 20000 / testing_util::kSanitizerSlowdown;
   constexpr int kMinStops = 50;
-  constexpr int kMaxStops = 100000 / kScale;
+  constexpr int kMaxStops = 100000 / testing_util::kSanitizerSlowdown;
   Channel<int64_t> ch(8);
   Totals totals;
   std::vector<StopSlot> slots(kProducers + kConsumers);
@@ -539,7 +534,7 @@ TEST(ChannelTest, CancellationStormLosesNothing) {
 
 // A pop waiter is cancelled while a push is handing it a value: exactly one of them wins.
 TEST(ChannelTest, CancelRacingWithWakeUp) {
-  constexpr int kIterations = 2000 / kScale;
+  constexpr int kIterations = 2000 / testing_util::kSanitizerSlowdown;
   int delivered = 0, cancelled = 0;
   for (int i = 0; i < kIterations; ++i) {
     Channel<int> ch(1);
@@ -576,7 +571,7 @@ TEST(ChannelTest, CancelRacingWithWakeUp) {
 // A push waiting on a full channel is cancelled while a pop frees its slot: the value is either in the
 // channel (push OK) or nowhere (push Cancelled), never both or lost.
 TEST(ChannelTest, CancelPushRacingWithPop) {
-  constexpr int kIterations = 2000 / kScale;
+  constexpr int kIterations = 2000 / testing_util::kSanitizerSlowdown;
   int pushed = 0, cancelled = 0;
   for (int i = 0; i < kIterations; ++i) {
     Channel<int> ch(1);

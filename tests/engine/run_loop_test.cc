@@ -39,14 +39,14 @@ TEST(RunLoopTest, ScheduleBringsACoroutineBackToTheLoopThread) {
   }
 }
 
-Task<int> Throws() {
+Task<int> ThrowingTask() {
   throw std::runtime_error("boom");
   co_return 0;
 }
 
 TEST(RunLoopTest, RethrowsWhatTheTaskLetEscape) {
   RunLoop loop;
-  EXPECT_THROW(loop.Run(Throws()), std::runtime_error);
+  EXPECT_THROW(loop.Run(ThrowingTask()), std::runtime_error);
 }
 
 Task<bool> StopSeen() {

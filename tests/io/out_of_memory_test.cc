@@ -40,13 +40,13 @@ using testing_util::Compress;
 using testing_util::TempPath;
 using testing_util::WriteFile;
 
-struct Collected {
+struct ReadOutcome {
   std::vector<std::string> records;
   std::vector<absl::Status> errors;
 };
 
-Task<Collected> Collect(AsyncGenerator<absl::StatusOr<Record>> gen) {
-  Collected out;
+Task<ReadOutcome> ReadAll(AsyncGenerator<absl::StatusOr<Record>> gen) {
+  ReadOutcome out;
   for (int i = 0; i < 100'000; ++i) {
     std::optional<absl::StatusOr<Record>> r = co_await gen.Next();
     if (!r.has_value()) co_return out;
@@ -84,7 +84,7 @@ TEST_P(OutOfMemoryTest, HostileLengthHeaderIsResourceExhaustedNamingFileOffsetAn
     TFRecordReaderOptions options;
     options.compression = c;
     options.max_record_bytes = ~uint64_t{0};
-    Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options)));
+    ReadOutcome got = SyncWait(ReadAll(ReadTFRecords(reactor(), path, options)));
     EXPECT_EQ(got.records, (std::vector<std::string>{"one", "two"}));
     ASSERT_EQ(got.errors.size(), 1u);
     EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kResourceExhausted) << got.errors[0];
@@ -94,7 +94,7 @@ TEST_P(OutOfMemoryTest, HostileLengthHeaderIsResourceExhaustedNamingFileOffsetAn
 
     // With the default limit the same header is DataLoss (it exceeds max_record_bytes), as before.
     options.max_record_bytes = kDefaultMaxRecordBytes;
-    got = SyncWait(Collect(ReadTFRecords(reactor(), path, options)));
+    got = SyncWait(ReadAll(ReadTFRecords(reactor(), path, options)));
     ASSERT_EQ(got.errors.size(), 1u);
     EXPECT_EQ(got.errors[0].code(), absl::StatusCode::kDataLoss);
   }
@@ -115,7 +115,7 @@ void ReadUnderDataLimit(Reactor& reactor, const std::string& tfrecord, const std
   const rlimit limit{sluice::testing_util::VmDataBytes() + (uint64_t{96} << 20), RLIM_INFINITY};
   if (::setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
   int failures = 0;
-  auto check = [&](const Collected& got, const std::string& path, uint64_t offset) {
+  auto check = [&](const ReadOutcome& got, const std::string& path, uint64_t offset) {
     if (got.errors.size() == 1 && got.errors[0].code() == absl::StatusCode::kResourceExhausted &&
         absl::StrContains(got.errors[0].message(), absl::StrCat(path, ": ")) &&
         absl::StrContains(got.errors[0].message(), absl::StrCat("at offset ", offset, " needs "))) {
@@ -127,11 +127,11 @@ void ReadUnderDataLimit(Reactor& reactor, const std::string& tfrecord, const std
                    got.errors.empty() ? "-" : got.errors[0].ToString().c_str());
     }
   };
-  check(SyncWait(Collect(ReadTFRecords(reactor, tfrecord))), tfrecord, 9 + 16);
-  check(SyncWait(Collect(ReadTextLines(reactor, text))), text, 6);
+  check(SyncWait(ReadAll(ReadTFRecords(reactor, tfrecord))), tfrecord, 9 + 16);
+  check(SyncWait(ReadAll(ReadTextLines(reactor, text))), text, 6);
   FixedLengthRecordOptions options;
   options.record_bytes = record_bytes;
-  check(SyncWait(Collect(ReadFixedLengthRecords(reactor, fixed, options))), fixed, 0);
+  check(SyncWait(ReadAll(ReadFixedLengthRecords(reactor, fixed, options))), fixed, 0);
   std::fflush(stderr);
   // _Exit skips the exit-time cleanup of TempPath files: remove this process's own.
   for (const std::string& path : {tfrecord, text, fixed}) std::remove(path.c_str());

@@ -24,31 +24,31 @@
 #include "io/tfrecord_format.h"
 #include "io/zlib_stream.h"
 #include "sluice/engine/reactor.h"
-#include "tests/test_util.h"
 #include "sluice/engine/sync_wait.h"
-#include "sluice/io/tfrecord.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/io/tfrecord.h"
+#include "tests/sanitized_build.h"
+#include "tests/test_util.h"
 
 namespace sluice {
 namespace {
 
-using testing_util::Compress;
 using testing_util::BackendModeName;
 using testing_util::BackendModeTest;
 using testing_util::BackendModeValues;
-using testing_util::TempPath;
-using testing_util::WriteFile;
+using testing_util::Compress;
+using testing_util::RandomBytes;
 using testing_util::ReadWholeFile;
 using testing_util::SharedTFRecordDir;
+using testing_util::TempPath;
+using testing_util::WriteFile;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 #if defined(SLUICE_SANITIZED_BUILD)
-constexpr bool kSanitizer = true;
 constexpr int kPropertyIterations = 8;
 #else
-constexpr bool kSanitizer = false;
 constexpr int kPropertyIterations = 60;
 #endif
 
@@ -148,14 +148,6 @@ std::string WriteTFRecordFile(const std::string& name, const std::vector<std::st
   return path;
 }
 
-
-std::string Payload(size_t size, uint32_t seed) {
-  std::string s(size, '\0');
-  std::mt19937 rng(seed);
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
 using TFRecordTest = ReaderTest;
 
 TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
@@ -189,7 +181,7 @@ TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
     std::sort(shards.begin(), shards.end());
     ASSERT_EQ(shards.size(), counts.size());
     // Sanitizer builds read 3 shards per split (the rest are counted in the normal build).
-    for (size_t i = 0; i < (kSanitizer ? 3 : shards.size()); ++i) {
+    for (size_t i = 0; i < (testing_util::kSanitizedBuild ? 3 : shards.size()); ++i) {
       files.push_back({shards[i], Compression::kGzip, counts[i]});
     }
   }
@@ -208,7 +200,7 @@ TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
     const Collected want = ReferenceTFRecords(e.path.string(), e.compression);
     for (const ReadOptions& io : {SmallBlocks(4096, 3), DefaultIo()}) {
       // Sanitizer builds read the large files once, with the default blocks, to stay fast.
-      if (kSanitizer && io.block_size == 4096 && fs::file_size(e.path) > 50'000) continue;
+      if (testing_util::kSanitizedBuild && io.block_size == 4096 && fs::file_size(e.path) > 50'000) continue;
       Collected got = SyncWait(Collect(ReadTFRecords(reactor(), e.path.string(), options, io)));
       EXPECT_TRUE(got.errors.empty()) << e.path << ": " << got.errors[0];
       EXPECT_EQ(got.records.size(), e.count) << e.path;
@@ -217,7 +209,7 @@ TEST_P(TFRecordTest, SharedFilesMatchSynchronousDecoder) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 11u + (kSanitizer ? 6u : 24u) + 2u);
+  EXPECT_EQ(checked, 11u + (testing_util::kSanitizedBuild ? 6u : 24u) + 2u);
 }
 
 TEST_P(TFRecordTest, SharedTruncatedFile) {
@@ -253,7 +245,7 @@ TEST_P(TFRecordTest, GeneratedRecordsAcrossBlockBoundaries) {
   std::vector<std::string> records;
   for (size_t size : {size_t{0}, size_t{1}, size_t{100}, size_t{4080}, size_t{4096}, size_t{5000}, size_t{65536},
                       size_t{70000}, size_t{300 << 10}, size_t{0}, size_t{17}}) {
-    records.push_back(Payload(size, static_cast<uint32_t>(records.size())));
+    records.push_back(RandomBytes(size, static_cast<uint32_t>(records.size())));
   }
   for (Compression c : {Compression::kNone, Compression::kGzip, Compression::kZlib}) {
     const std::string path = WriteTFRecordFile(absl::StrCat("gen_", static_cast<int>(c)), records, c);
@@ -261,7 +253,7 @@ TEST_P(TFRecordTest, GeneratedRecordsAcrossBlockBoundaries) {
     options.compression = c;
     for (const auto& [block, depth] : {std::pair{size_t{4096}, 1}, std::pair{size_t{4096}, 4},
                                        std::pair{size_t{10000}, 2}, std::pair{size_t{1} << 20, 2}}) {
-      if (kSanitizer && (depth == 1 || block == (size_t{1} << 20))) continue;
+      if (testing_util::kSanitizedBuild && (depth == 1 || block == (size_t{1} << 20))) continue;
       ReadOptions io = SmallBlocks(block, depth);
       io.min_zero_copy_bytes = 1000;  // exercise both views and copies
       Collected got = SyncWait(Collect(ReadTFRecords(reactor(), path, options, io)));
@@ -276,7 +268,7 @@ TEST_P(TFRecordTest, GeneratedRecordsAcrossBlockBoundaries) {
 // the elements, offsets and errors must be exactly those of the synchronous decoder.
 TEST_P(TFRecordTest, LargeBlocksCheckCrcsInParallelWithTheSameResults) {
   std::vector<std::string> records;
-  for (int i = 0; i < 70; ++i) records.push_back(Payload(i % 7 == 3 ? 5000 : 150'000 + 37 * i, 1000 + i));
+  for (int i = 0; i < 70; ++i) records.push_back(RandomBytes(i % 7 == 3 ? 5000 : 150'000 + 37 * i, 1000 + i));
   const std::string path = WriteTFRecordFile("parallel_crc", records, Compression::kNone);
   std::string bytes = ReadWholeFile(path);
   std::vector<uint64_t> offsets = ReferenceTFRecords(path, Compression::kNone).offsets;
@@ -315,7 +307,7 @@ TEST_P(TFRecordTest, LargeBlocksCheckCrcsInParallelWithTheSameResults) {
 // Destroying the reader while the reactor may still be checking a block's second half.
 TEST_P(TFRecordTest, LargeBlocksDestroyedMidCheck) {
   std::vector<std::string> records;
-  for (int i = 0; i < 60; ++i) records.push_back(Payload(200'000, 2000 + i));
+  for (int i = 0; i < 60; ++i) records.push_back(RandomBytes(200'000, 2000 + i));
   const std::string path = WriteTFRecordFile("parallel_crc_destroy", records, Compression::kNone);
   ReadOptions io = DefaultIo();
   io.block_size = size_t{4} << 20;
@@ -362,7 +354,7 @@ TEST_P(TFRecordTest, LengthOverLimitIsNeverAllocated) {
 
 TEST_P(TFRecordTest, CorruptGzipStream) {
   std::vector<std::string> records;
-  for (int i = 0; i < 200; ++i) records.push_back(Payload(1000, i));
+  for (int i = 0; i < 200; ++i) records.push_back(RandomBytes(1000, i));
   const std::string path = WriteTFRecordFile("corrupt.gz", records, Compression::kGzip);
   std::string bytes = ReadWholeFile(path);
   for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] = static_cast<char>(0xff);
@@ -393,7 +385,7 @@ TEST_P(TFRecordTest, CompressedBadTrailerYieldsEveryRecordThenDataLoss) {
   std::vector<std::string> records;
   std::string plain;
   for (int i = 0; i < 5000; ++i) {
-    records.push_back(Payload(100 + i % 7, i));  // random: about 600 KB compressed, several output chunks
+    records.push_back(RandomBytes(100 + i % 7, i));  // random: about 600 KB compressed, several output chunks
     io::AppendTFRecord(records.back(), &plain);
   }
   for (Compression c : {Compression::kGzip, Compression::kZlib}) {
@@ -418,7 +410,7 @@ TEST_P(TFRecordTest, CompressedBadTrailerYieldsEveryRecordThenDataLoss) {
 // out, then one DataLoss naming the damaged byte.
 TEST_P(TFRecordTest, CompressedDamageMidStreamKeepsTheRecordsBeforeIt) {
   std::vector<std::string> records;
-  for (int i = 0; i < 3000; ++i) records.push_back(Payload(200, 1000 + i));
+  for (int i = 0; i < 3000; ++i) records.push_back(RandomBytes(200, 1000 + i));
   constexpr size_t kKept = 2000;
   for (Compression c : {Compression::kGzip, Compression::kZlib}) {
     absl::StatusOr<io::Deflater> d =
@@ -460,7 +452,8 @@ TEST_P(TFRecordTest, CompressedDamageThatBreaksTheFramingIsNamedInTheCompressedF
   std::vector<std::string> records;
   std::string plain;
   for (int i = 0; i < 300; ++i) {
-    records.push_back(Payload(100 + static_cast<size_t>(i), 2000 + i));  // distinct lengths: distinct headers
+    records.push_back(
+        RandomBytes(100 + static_cast<size_t>(i), 2000 + i));  // distinct lengths: distinct headers
     io::AppendTFRecord(records.back(), &plain);
   }
   constexpr size_t kDamaged = 150;
@@ -519,7 +512,7 @@ TEST_P(TFRecordTest, UnreadableFileIsPermissionDenied) {
 
 TEST_P(TFRecordTest, DirectIoGivesTheSameRecords) {
   std::vector<std::string> records;
-  for (int i = 0; i < 300; ++i) records.push_back(Payload(static_cast<size_t>(i) * 37, i));
+  for (int i = 0; i < 300; ++i) records.push_back(RandomBytes(static_cast<size_t>(i) * 37, i));
   const std::string path = WriteTFRecordFile("direct", records, Compression::kNone);
   for (size_t block : {size_t{4096}, size_t{6000}, size_t{1} << 20}) {
     ReadOptions io = SmallBlocks(block, 3);
@@ -549,7 +542,7 @@ Task<size_t> PullSome(AsyncGenerator<absl::StatusOr<Record>> gen, size_t n) {
 
 TEST_P(TFRecordTest, DestroyMidStreamWithReadsInFlight) {
   std::vector<std::string> records;
-  for (int i = 0; i < 400; ++i) records.push_back(Payload(10000, i));
+  for (int i = 0; i < 400; ++i) records.push_back(RandomBytes(10000, i));
   const std::string path = WriteTFRecordFile("destroy", records, Compression::kNone);
   for (size_t n : {size_t{0}, size_t{1}, size_t{5}, size_t{150}}) {
     // Destroyed inside the task (on the parse pool), right after the last pull.
@@ -582,7 +575,7 @@ Task<size_t> PullUntilCancelled(AsyncGenerator<absl::StatusOr<Record>> gen, std:
 
 TEST_P(TFRecordTest, StopMidStreamEndsWithCancelled) {
   std::vector<std::string> records;
-  for (int i = 0; i < 400; ++i) records.push_back(Payload(10000, i));
+  for (int i = 0; i < 400; ++i) records.push_back(RandomBytes(10000, i));
   const std::string path = WriteTFRecordFile("stop", records, Compression::kNone);
   for (size_t stop_after : {size_t{0}, size_t{3}, size_t{100}}) {
     std::stop_source stop;
@@ -602,7 +595,7 @@ TEST_P(TFRecordTest, RandomBlockSizesAndDepthsMatchDecoder) {
   std::mt19937 rng(4242);
   for (int iter = 0; iter < kPropertyIterations; ++iter) {
     std::vector<std::string> records(rng() % 40);
-    for (std::string& r : records) r = Payload(rng() % 3 == 0 ? rng() % 20000 : rng() % 200, rng());
+    for (std::string& r : records) r = RandomBytes(rng() % 3 == 0 ? rng() % 20000 : rng() % 200, rng());
     const Compression c = static_cast<Compression>(rng() % 3);
     const std::string path = WriteTFRecordFile("prop", records, c);
     TFRecordReaderOptions options;
@@ -630,7 +623,7 @@ Task<std::vector<Record>> KeepAll(AsyncGenerator<absl::StatusOr<Record>> gen) {
 
 TEST_P(TFRecordTest, ZeroCopyRecordsOutliveTheReader) {
   std::vector<std::string> records;
-  for (uint32_t i = 0; i < 12; ++i) records.push_back(Payload(100 << 10, i));
+  for (uint32_t i = 0; i < 12; ++i) records.push_back(RandomBytes(100 << 10, i));
   const std::string path = WriteTFRecordFile("outlive", records, Compression::kNone);
   // Windows of 256 KiB: some records lie inside one (views), others straddle two (copies).
   std::vector<Record> kept =
@@ -670,7 +663,7 @@ Collected ReadLines(Reactor& reactor, const std::string& name, const std::string
 }
 
 TEST_P(TextLineTest, LineEndingsEmptyLinesAndLastLine) {
-  const std::string long_line = Payload(20000, 7);
+  const std::string long_line = RandomBytes(20000, 7);
   std::string long_clean = long_line;
   std::replace(long_clean.begin(), long_clean.end(), '\n', 'n');
   std::replace(long_clean.begin(), long_clean.end(), '\r', 'r');
@@ -693,7 +686,9 @@ TEST_P(TextLineTest, LineEndingsEmptyLinesAndLastLine) {
     for (size_t block : {size_t{1}, size_t{3}, size_t{4096}, size_t{1} << 20}) {
       for (size_t i = 0; i < cases.size(); ++i) {
         if (block == 1 && (c != Compression::kNone || cases[i].content.size() > 100)) continue;  // keep it fast
-        if (kSanitizer && (block == 1 || block == (size_t{1} << 20)) && c != Compression::kNone) continue;
+        if (testing_util::kSanitizedBuild && (block == 1 || block == (size_t{1} << 20)) &&
+            c != Compression::kNone)
+          continue;
         Collected got = ReadLines(reactor(), absl::StrCat("lines", i), cases[i].content, c, block);
         EXPECT_TRUE(got.errors.empty()) << got.errors[0];
         EXPECT_EQ(got.records, cases[i].lines) << "case " << i << " block " << block;
@@ -773,7 +768,7 @@ TEST_P(FixedLengthTest, HeaderRecordsFooter) {
   std::string body;
   std::vector<std::string> expected;
   for (int i = 0; i < 50; ++i) {
-    expected.push_back(Payload(7, i));
+    expected.push_back(RandomBytes(7, i));
     body += expected.back();
   }
   const std::string content = "HEADER" + body + "FOOT";

@@ -25,9 +25,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/engine/reactor.h"
-#include "tests/test_util.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/thread_pool.h"
+#include "tests/sanitized_build.h"
+#include "tests/test_util.h"
 
 namespace sluice {
 namespace {
@@ -35,23 +36,11 @@ namespace {
 using testing_util::BackendModeName;
 using testing_util::BackendModeTest;
 using testing_util::BackendModeValues;
+using testing_util::RandomBytes;
 using testing_util::TempPath;
 using testing_util::WriteFile;
 
 using ::testing::HasSubstr;
-
-#if defined(SLUICE_SANITIZED_BUILD)
-constexpr bool kSanitizer = true;
-#else
-constexpr bool kSanitizer = false;
-#endif
-
-std::string Payload(size_t size, uint32_t seed) {
-  std::string s(size, '\0');
-  std::mt19937 rng(seed);
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
 
 struct Scan {
   std::string bytes;
@@ -108,12 +97,12 @@ TEST_P(SequentialReaderTest, BlocksConcatenateToTheFile) {
   ThreadPool pool(2);
   for (size_t size : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{100000}}) {
     const std::string path = TempPath(absl::StrCat("seq", size));
-    const std::string content = Payload(size, static_cast<uint32_t>(size));
+    const std::string content = RandomBytes(size, static_cast<uint32_t>(size));
     WriteFile(path, content);
     for (size_t block : {size_t{1}, size_t{1000}, size_t{4096}, size_t{1} << 20}) {
-      if (block == 1 && size > (kSanitizer ? 100 : 5000)) continue;
+      if (block == 1 && size > (testing_util::kSanitizedBuild ? 100 : 5000)) continue;
       for (int depth : {1, 2, 5}) {
-        if (kSanitizer && depth == 5 && block < 4096) continue;
+        if (testing_util::kSanitizedBuild && depth == 5 && block < 4096) continue;
         for (bool direct : {false, true}) {
           SequentialReadOptions options = Options(block, depth);
           options.direct = direct;
@@ -132,7 +121,7 @@ TEST_P(SequentialReaderTest, BlocksConcatenateToTheFile) {
 
 TEST_P(SequentialReaderTest, BlocksHeldPastNextStayValid) {
   const std::string path = TempPath("held");
-  const std::string content = Payload(50000, 3);
+  const std::string content = RandomBytes(50000, 3);
   WriteFile(path, content);
   Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, Options(1000, 3)), /*keep_blocks=*/true));
   ASSERT_EQ(scan.kept.size(), (50000 + Unit(1000) - 1) / Unit(1000));
@@ -163,7 +152,7 @@ TEST_P(SequentialReaderTest, ErrorsNameThePath) {
 
 TEST_P(SequentialReaderTest, FileThatShrinksIsDataLoss) {
   const std::string path = TempPath("shrinks");
-  WriteFile(path, Payload(100000, 9));
+  WriteFile(path, RandomBytes(100000, 9));
   AsyncGenerator<absl::StatusOr<Block>> gen = ReadBlocks(reactor(), path, Options(4096, 1));
   std::optional<absl::StatusOr<Block>> first = SyncWait(NextBlock(&gen));
   ASSERT_TRUE(first.has_value() && first->ok());
@@ -193,7 +182,7 @@ Task<size_t> TakeBlocks(AsyncGenerator<absl::StatusOr<Block>> gen, size_t n, std
 
 TEST_P(SequentialReaderTest, DestroyAndStopMidStream) {
   const std::string path = TempPath("midstream");
-  WriteFile(path, Payload(4 << 20, 5));
+  WriteFile(path, RandomBytes(4 << 20, 5));
   ThreadPool pool(2);
 #if defined(SLUICE_SANITIZED_BUILD)
   constexpr int kRounds = 5;
@@ -254,7 +243,7 @@ bool InMappingOf(const void* p, const std::string& path) {
 
 TEST_P(SequentialReaderTest, MmapBlocksAreMappingsThatOutliveTheReader) {
   const std::string path = std::filesystem::weakly_canonical(TempPath("mapped")).string();
-  const std::string content = Payload(3 * PageSize() + 17, 11);
+  const std::string content = RandomBytes(3 * PageSize() + 17, 11);
   WriteFile(path, content);
   ThreadPool pool(1);
   SequentialReadOptions options = Options(PageSize(), 2);
@@ -278,7 +267,7 @@ TEST_P(SequentialReaderTest, MmapBlocksAreMappingsThatOutliveTheReader) {
 // and the default must not crash whatever happens to the file (tests/io/file_change_test.cc races it).
 TEST_P(SequentialReaderTest, DefaultModeReadsInsteadOfMapping) {
   const std::string path = std::filesystem::weakly_canonical(TempPath("default_mode")).string();
-  const std::string content = Payload(3 * PageSize() + 17, 12);
+  const std::string content = RandomBytes(3 * PageSize() + 17, 12);
   WriteFile(path, content);
   ThreadPool pool(1);
   SequentialReadOptions options;
@@ -296,7 +285,7 @@ TEST_P(SequentialReaderTest, DefaultModeReadsInsteadOfMapping) {
 TEST_P(SequentialReaderTest, EmptyAndTinyFiles) {
   for (size_t size : {size_t{0}, size_t{1}, PageSize() - 1}) {
     const std::string path = TempPath(absl::StrCat("tiny", size));
-    const std::string content = Payload(size, 2);
+    const std::string content = RandomBytes(size, 2);
     WriteFile(path, content);
     Scan scan = SyncWait(ScanAll(ReadBlocks(reactor(), path, Options(kDefaultBlockSize, 2)), false));
     EXPECT_TRUE(scan.error.ok()) << scan.error;
@@ -365,7 +354,7 @@ TEST_P(SequentialReaderTest, UnmappableWindowFallsBackToReads) {
   if (mode() != ReadMode::kMmap) GTEST_SKIP() << "about the mmap path";
   // 64 MiB: a random first page, then a hole (zeros on reading, nothing on disk).
   const std::string path = TempPath("unmappable");
-  const std::string head = Payload(4096, 21);
+  const std::string head = RandomBytes(4096, 21);
   WriteFile(path, head);
   constexpr uint64_t kSize = uint64_t{64} << 20;
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(kSize)), 0);

@@ -36,10 +36,6 @@ struct Unnamed {};
 namespace sluice {
 namespace {
 
-using test_types::Labeled;
-using test_types::Point;
-using test_types::Unnamed;
-
 TEST(ElementTypeTest, BuiltinNames) {
   EXPECT_EQ(ElementTypeName<int64_t>(), "int64");
   EXPECT_EQ(ElementTypeName<int32_t>(), "int32");
@@ -76,23 +72,24 @@ TEST(ElementTypeTest, CompositionsNameTheirParts) {
 }
 
 TEST(ElementTypeTest, UserTypesAreNamedByTheirHook) {
-  EXPECT_EQ(ElementTypeName<Point>(), "test.Point");
-  EXPECT_EQ(ElementTypeName<Labeled>(), "test.Labeled");
-  EXPECT_EQ((ElementTypeName<std::pair<Point, std::vector<Labeled>>>()), "pair<test.Point,vector<test.Labeled>>");
-  static_assert(kHasElementTypeName<Point>);
-  static_assert(kHasElementTypeName<std::tuple<Labeled, int64_t>>);
+  EXPECT_EQ(ElementTypeName<test_types::Point>(), "test.Point");
+  EXPECT_EQ(ElementTypeName<test_types::Labeled>(), "test.Labeled");
+  EXPECT_EQ((ElementTypeName<std::pair<test_types::Point, std::vector<test_types::Labeled>>>()),
+            "pair<test.Point,vector<test.Labeled>>");
+  static_assert(kHasElementTypeName<test_types::Point>);
+  static_assert(kHasElementTypeName<std::tuple<test_types::Labeled, int64_t>>);
 }
 
 TEST(ElementTypeTest, UnknownTypesAndTheirCompositionsHaveNoName) {
-  EXPECT_EQ(ElementTypeName<Unnamed>(), "");
-  EXPECT_EQ(ElementTypeName<std::vector<Unnamed>>(), "");
-  EXPECT_EQ((ElementTypeName<std::pair<int64_t, Unnamed>>()), "");
-  EXPECT_EQ((ElementTypeName<std::tuple<Point, std::optional<Unnamed>>>()), "");
+  EXPECT_EQ(ElementTypeName<test_types::Unnamed>(), "");
+  EXPECT_EQ(ElementTypeName<std::vector<test_types::Unnamed>>(), "");
+  EXPECT_EQ((ElementTypeName<std::pair<int64_t, test_types::Unnamed>>()), "");
+  EXPECT_EQ((ElementTypeName<std::tuple<test_types::Point, std::optional<test_types::Unnamed>>>()), "");
   EXPECT_EQ(ElementTypeName<char>(), "");  // a character, not an int8
   EXPECT_EQ(ElementTypeName<long double>(), "");
-  static_assert(!kHasElementTypeName<Unnamed>);
-  static_assert(!kHasElementTypeName<std::vector<std::pair<int, Unnamed>>>);
-  static_assert(kHasElementTypeName<std::vector<std::pair<int, Point>>>);
+  static_assert(!kHasElementTypeName<test_types::Unnamed>);
+  static_assert(!kHasElementTypeName<std::vector<std::pair<int, test_types::Unnamed>>>);
+  static_assert(kHasElementTypeName<std::vector<std::pair<int, test_types::Point>>>);
 }
 
 TEST(ElementTypeTest, NodesReportTheirElementType) {
@@ -103,10 +100,10 @@ TEST(ElementTypeTest, NodesReportTheirElementType) {
   EXPECT_EQ(range.Batch(2).node()->element_type_name(), "vector<int64>");
   EXPECT_EQ(range.Map([](int64_t x) { return std::vector<int64_t>(2, x); }).node()->element_type_name(),
             "vector<int64>");
-  auto points = range.Map([](int64_t x) { return Point{x, -x}; });
+  auto points = range.Map([](int64_t x) { return test_types::Point{x, -x}; });
   const OpNode& node = *points.node();  // through the base class, as a graph walker sees it
   EXPECT_EQ(node.element_type_name(), "test.Point");
-  EXPECT_EQ(range.Map([](int64_t) { return Unnamed{}; }).node()->element_type_name(), "");
+  EXPECT_EQ(range.Map([](int64_t) { return test_types::Unnamed{}; }).node()->element_type_name(), "");
 }
 
 }  // namespace

@@ -14,30 +14,17 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/test_util.h"
+#include "tests/tools/cli_run.h"
 #include "tools/sluice/bench_process.h"
 #include "tools/sluice/cli.h"
 
 namespace sluice::tools {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-CliRun Cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun run;
-  run.status = RunSluice(args, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
-
 CliRun Bench(const BenchOptions& options) {
   std::ostringstream out, err;
   CliRun run;
-  run.status = RunBench(options, out, err);
+  run.exit_code = RunBench(options, out, err);
   run.out = out.str();
   run.err = err.str();
   return run;
@@ -55,29 +42,29 @@ std::string WorkDir(const std::string& name) {
 bool IsEmptyDir(const std::string& dir) { return std::filesystem::is_empty(dir); }
 
 TEST(BenchCommandTest, UsageErrorsExitTwoWithTheReason) {
-  CliRun run = Cli({"bench", "nope"});
-  EXPECT_EQ(run.status, kUsageError);
+  CliRun run = RunCli({"bench", "nope"});
+  EXPECT_EQ(run.exit_code, kUsageError);
   EXPECT_TRUE(Has(run.err, "unknown scenario \"nope\"")) << run.err;
   EXPECT_TRUE(Has(run.err, "scan")) << run.err;
 
-  run = Cli({"bench"});
-  EXPECT_EQ(run.status, kUsageError);
+  run = RunCli({"bench"});
+  EXPECT_EQ(run.exit_code, kUsageError);
   EXPECT_TRUE(Has(run.err, "SCENARIO")) << run.err;
 
-  run = Cli({"bench", "all", "--size", "10"});
-  EXPECT_EQ(run.status, kUsageError);
+  run = RunCli({"bench", "all", "--size", "10"});
+  EXPECT_EQ(run.exit_code, kUsageError);
   EXPECT_TRUE(Has(run.err, "--size and --data cannot be used with all")) << run.err;
-  EXPECT_EQ(Cli({"bench", "all", "--data", "x.tfrecord"}).status, kUsageError);
+  EXPECT_EQ(RunCli({"bench", "all", "--data", "x.tfrecord"}).exit_code, kUsageError);
 
-  run = Cli({"bench", "scan", "--repeat", "0"});
-  EXPECT_EQ(run.status, kUsageError);
+  run = RunCli({"bench", "scan", "--repeat", "0"});
+  EXPECT_EQ(run.exit_code, kUsageError);
   EXPECT_TRUE(Has(run.err, "--repeat")) << run.err;
 
-  run = Cli({"bench", "scan", "--size", "-3"});
-  EXPECT_EQ(run.status, kUsageError);
+  run = RunCli({"bench", "scan", "--size", "-3"});
+  EXPECT_EQ(run.exit_code, kUsageError);
 
-  run = Cli({"help", "bench"});
-  EXPECT_EQ(run.status, 0);
+  run = RunCli({"help", "bench"});
+  EXPECT_EQ(run.exit_code, 0);
   EXPECT_TRUE(Has(run.out, "pipeline")) << run.out;
 }
 
@@ -89,7 +76,7 @@ TEST(BenchCommandTest, AMissingBaselineToolIsNamedWithItsInstallAndNoFigureIsPri
   options.path = "/nonexistent-bin";
   options.work_dir = WorkDir("bench_nofio");
   CliRun run = Bench(options);
-  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(Has(run.err, "fio not found on PATH")) << run.err;
   EXPECT_TRUE(Has(run.err, "scripts/install-bench-deps")) << run.err;
   EXPECT_FALSE(Has(run.out, "GB/s")) << run.out;
@@ -97,7 +84,7 @@ TEST(BenchCommandTest, AMissingBaselineToolIsNamedWithItsInstallAndNoFigureIsPri
   options.scenario = "pipeline";
   options.python = "/nonexistent-bin/python3";
   run = Bench(options);
-  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(Has(run.err, "/nonexistent-bin/python3 not found")) << run.err;
   EXPECT_FALSE(Has(run.out, "samples/s")) << run.out;
   EXPECT_TRUE(IsEmptyDir(options.work_dir));
@@ -173,7 +160,7 @@ TEST(BenchCommandTest, TinyScanWritesSaneJsonAndCleansUp) {
   options.work_dir = WorkDir("bench_scan");
   options.json_file = testing_util::TempPath("bench_scan.json");
   CliRun run = Bench(options);
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(Has(run.out, "rec100 page cache")) << run.out;
   EXPECT_TRUE(Has(run.out, "rec100k page cache")) << run.out;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
@@ -199,7 +186,7 @@ TEST(BenchCommandTest, TinyPipelineAgainstPyTorchWhereItIsInstalled) {
   options.work_dir = WorkDir("bench_pipeline");
   options.json_file = testing_util::TempPath("bench_pipeline.json");
   CliRun run = Bench(options);
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
   const nlohmann::json scenario = ExpectSaneJson(json, {"sluice", "pytorch"}, 1);
   ASSERT_FALSE(scenario.is_null());
@@ -232,7 +219,7 @@ TEST_P(TinyInProcessScenarioTest, WritesSaneJsonWithEveryCase) {
   options.threads = 2;
   options.json_file = testing_util::TempPath("bench_" + tiny.scenario + ".json");
   CliRun run = Bench(options);
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
   const std::vector<std::string> cases = CaseNames(ExpectSaneJson(json, tiny.sides, 2));
   for (const std::string& name : tiny.cases) EXPECT_THAT(cases, ::testing::Contains(name)) << json;
@@ -268,12 +255,12 @@ TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {
   options.repeat = 1;
   options.plot_file = testing_util::TempPath("bench_plot.png");
   CliRun run = Bench(options);
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(testing_util::ReadWholeFile(options.plot_file).starts_with("\x89PNG\r\n")) << run.err;
 
   options.python = "/nonexistent-bin/python3";
   run = Bench(options);
-  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(Has(run.err, "--plot: /nonexistent-bin/python3 not found")) << run.err;
 }
 

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "sluice/version.h"
 #include "tests/test_util.h"
+#include "tests/tools/cli_run.h"
 
 namespace sluice::tools {
 namespace {
@@ -17,20 +18,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-struct CliRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-CliRun Sluice(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = RunSluice(args, out, err, /*stdin_fd=*/-1);
-  return {code, out.str(), err.str()};
-}
-
 TEST(CliTest, VersionIsTheProjectVersion) {
-  CliRun run = Sluice({"--version"});
+  CliRun run = RunCli({"--version"});
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.out, "sluice 0.1.0\n");
   EXPECT_EQ(run.err, "");
@@ -39,7 +28,7 @@ TEST(CliTest, VersionIsTheProjectVersion) {
 }
 
 TEST(CliTest, NoCommandIsUsageOnStderr) {
-  CliRun run = Sluice({});
+  CliRun run = RunCli({});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.out, "");
   EXPECT_THAT(run.err, HasSubstr("Usage: sluice"));
@@ -48,7 +37,7 @@ TEST(CliTest, NoCommandIsUsageOnStderr) {
 
 TEST(CliTest, HelpListsCommandsOnStdout) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"help"}, {"--help"}, {"-h"}}) {
-    CliRun run = Sluice(args);
+    CliRun run = RunCli(args);
     EXPECT_EQ(run.exit_code, 0) << args[0];
     EXPECT_THAT(run.out, HasSubstr("Usage: sluice [OPTIONS] [SUBCOMMAND]")) << args[0];
     EXPECT_THAT(run.out, AllOf(HasSubstr("inspect"), HasSubstr("convert"), HasSubstr("help")));
@@ -58,28 +47,28 @@ TEST(CliTest, HelpListsCommandsOnStdout) {
 
 TEST(CliTest, HelpOfACommandMatchesItsDashDashHelp) {
   for (const char* command : {"inspect", "convert"}) {
-    CliRun help = Sluice({"help", command});
-    CliRun dash = Sluice({command, "--help"});
+    CliRun help = RunCli({"help", command});
+    CliRun dash = RunCli({command, "--help"});
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_EQ(dash.exit_code, 0);
     EXPECT_THAT(help.out, HasSubstr(std::string("Usage: sluice ") + command));
     EXPECT_EQ(help.out, dash.out);
     EXPECT_EQ(dash.err, "");
   }
-  EXPECT_THAT(Sluice({"help", "inspect"}).out,
+  EXPECT_THAT(RunCli({"help", "inspect"}).out,
               AllOf(HasSubstr("--json"), HasSubstr("--records"), HasSubstr("--dump")));
-  EXPECT_THAT(Sluice({"help", "convert"}).out, AllOf(HasSubstr("--test-shards"), HasSubstr("--out")));
+  EXPECT_THAT(RunCli({"help", "convert"}).out, AllOf(HasSubstr("--test-shards"), HasSubstr("--out")));
   // --help wins over everything else on the line, even a missing required FILE.
-  EXPECT_EQ(Sluice({"inspect", "--json", "--help"}).exit_code, 0);
-  EXPECT_EQ(Sluice({"help", "--help"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"inspect", "--json", "--help"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"help", "--help"}).exit_code, 0);
 }
 
 TEST(CliTest, HelpOfAnUnknownCommandExitsTwo) {
-  CliRun run = Sluice({"help", "bogus"});
+  CliRun run = RunCli({"help", "bogus"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.out, "");
   EXPECT_THAT(run.err, HasSubstr("unknown command \"bogus\""));
-  EXPECT_EQ(Sluice({"help", "inspect", "convert"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"help", "inspect", "convert"}).exit_code, 2);
 }
 
 TEST(CliTest, UnknownCommandOrFlagExitsTwoWithAMessageOnStderr) {
@@ -94,14 +83,14 @@ TEST(CliTest, UnknownCommandOrFlagExitsTwoWithAMessageOnStderr) {
       {"convert", "fashion-mnist", "--out", "/tmp/x", "--bogus"},
   };
   for (const std::vector<std::string>& args : bad) {
-    CliRun run = Sluice(args);
+    CliRun run = RunCli(args);
     EXPECT_EQ(run.exit_code, 2) << testing::PrintToString(args);
     EXPECT_EQ(run.out, "") << testing::PrintToString(args);
     EXPECT_THAT(run.err, StartsWith("sluice")) << testing::PrintToString(args);
     EXPECT_THAT(run.err, Not(HasSubstr("\n\n\n")));
   }
-  EXPECT_THAT(Sluice({"bogus"}).err, HasSubstr("unknown command \"bogus\""));
-  EXPECT_THAT(Sluice({"inspect", "--bogus", "x"}).err, HasSubstr("--bogus"));
+  EXPECT_THAT(RunCli({"bogus"}).err, HasSubstr("unknown command \"bogus\""));
+  EXPECT_THAT(RunCli({"inspect", "--bogus", "x"}).err, HasSubstr("--bogus"));
 }
 
 TEST(CliTest, FlagValuesTakeBothForms) {
@@ -110,14 +99,14 @@ TEST(CliTest, FlagValuesTakeBothForms) {
        {std::vector<std::string>{"inspect", "--compression", "gzip", gz},
         {"inspect", "--compression=GZIP", gz},
         {"inspect", "--compression=Gzip", gz}}) {
-    CliRun run = Sluice(args);
+    CliRun run = RunCli(args);
     EXPECT_EQ(run.exit_code, 0) << testing::PrintToString(args) << run.err;
     // Given, not detected.
     EXPECT_THAT(run.out, HasSubstr("compression: GZIP\n")) << testing::PrintToString(args);
   }
   // Read as uncompressed, a gzip file is corrupt: the flag is obeyed, not second-guessed.
-  EXPECT_EQ(Sluice({"inspect", "--compression=NONE", gz}).exit_code, 1);
-  EXPECT_EQ(Sluice({"inspect", "--compression=Auto", gz}).exit_code, 0);
+  EXPECT_EQ(RunCli({"inspect", "--compression=NONE", gz}).exit_code, 1);
+  EXPECT_EQ(RunCli({"inspect", "--compression=Auto", gz}).exit_code, 0);
 }
 
 }  // namespace

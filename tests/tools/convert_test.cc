@@ -15,11 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/sluice/cli.h"
-#include "tools/sluice/idx.h"
 #include "io/tfrecord_format.h"
 #include "sluice/io/example.h"
 #include "sluice/io/tfrecord.h"
+#include "tests/tools/cli_run.h"
+#include "tools/sluice/cli.h"
+#include "tools/sluice/idx.h"
 
 namespace sluice::tools {
 namespace {
@@ -369,18 +370,10 @@ TEST_F(ConvertTest, UnwritableOutputNamesThePath) {
   EXPECT_THAT(Msg(summary.status()), HasSubstr(options.out_dir));
 }
 
-struct CliRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
 // `sluice convert ARGS...` as the binary runs it.
 CliRun Convert(std::vector<std::string> args) {
   args.insert(args.begin(), "convert");
-  std::ostringstream out, err;
-  const int code = RunSluice(args, out, err);
-  return {code, out.str(), err.str()};
+  return RunCli(args);
 }
 
 TEST_F(ConvertTest, CommandLineExitCodes) {

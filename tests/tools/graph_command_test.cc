@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "sluice/ops/graph.h"
 #include "tests/test_util.h"
+#include "tests/tools/cli_run.h"
 #include "tools/sluice/cli.h"
 
 namespace sluice::tools {
@@ -27,24 +28,10 @@ std::string WriteGraph(const std::string& name, const Dataset<T>& ds) {
   return path;
 }
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-CliRun RunCli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  CliRun run;
-  run.status = RunSluice(args, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
-
 TEST(GraphCommandTest, PrintsFingerprintAndOneLinePerNode) {
   const std::string path = WriteGraph("graph_cmd", Range(0, 10, 1).Shuffle(4, 7).Batch(2));
   CliRun run = RunCli({"graph", path});
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(run.out.starts_with("fingerprint ")) << run.out;
   EXPECT_NE(run.out.find("Batch -> vector<int64>  batch_size=2"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("/0 "), std::string::npos) << run.out;
@@ -57,13 +44,13 @@ TEST(GraphCommandTest, BadFilesAreErrorsWithTheFileNamed) {
   const std::string junk = testing_util::TempPath("graph_junk");
   testing_util::WriteFile(junk, "\xff\xff\xff");
   CliRun run = RunCli({"graph", junk});
-  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find(junk), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("DATA_LOSS"), std::string::npos) << run.err;
   run = RunCli({"graph", testing_util::TempPath("graph_missing")});
-  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("No such file"), std::string::npos) << run.err;
-  EXPECT_EQ(RunCli({"graph"}).status, kUsageError);
+  EXPECT_EQ(RunCli({"graph"}).exit_code, kUsageError);
 }
 
 TEST(GraphCommandTest, XxHash64MatchesTheReferenceVectors) {

@@ -11,15 +11,15 @@ namespace sluice::service {
 namespace {
 
 // Never drained in a test. Not INT64_MAX: RangeNode::cardinality overflows there (UBSan).
-constexpr int64_t kEndless = int64_t{1} << 40;
+constexpr int64_t kEndlessRange = int64_t{1} << 40;
 
 using testing::Cluster;
 using testing::DrainIterator;
 
 TEST(ServiceShutdownTest, ServersStopWithAConsumerConnectedAndTheConsumerEnds) {
   Cluster cluster = Cluster::Start(2);
-  Dataset<int64_t> endless = Range(0, kEndless)
-                                 .Distribute(cluster.Options(ProcessingMode::kParallelEpochs));
+  Dataset<int64_t> endless =
+      Range(0, kEndlessRange).Distribute(cluster.Options(ProcessingMode::kParallelEpochs));
   Iterator<int64_t> it = endless.MakeIterator();
   testing::Drained<int64_t> before = DrainIterator(it, 100);
   EXPECT_EQ(before.values.size(), 100u);
@@ -37,8 +37,8 @@ TEST(ServiceShutdownTest, ServersStopWithAConsumerConnectedAndTheConsumerEnds) {
 TEST(ServiceShutdownTest, AConsumerLeavingMidStreamLetsTheServersStop) {
   Cluster cluster = Cluster::Start(2);
   {
-    Dataset<int64_t> endless = Range(0, kEndless)
-                                   .Distribute(cluster.Options(ProcessingMode::kDistributedEpoch, "left"));
+    Dataset<int64_t> endless =
+        Range(0, kEndlessRange).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch, "left"));
     Iterator<int64_t> it = endless.MakeIterator();
     testing::Drained<int64_t> some = DrainIterator(it, 50);
     EXPECT_EQ(some.values.size(), 50u);
