@@ -19,7 +19,9 @@
 //   do not end the stream.
 // - Cardinality: the input's.
 // - Threading/cancellation: synchronous; parses on the consumer's thread (put a parallel Map or Prefetch
-//   around it for parallelism). The spec is validated and its key lookup built once (ExampleParser),
+//   around it for parallelism).
+// - Checkpoints (docs/checkpoint.md): the state is the element index; the input saves its own. The spec is
+// validated and its key lookup built once (ExampleParser),
 //   shared, immutable, by all iterators.
 // - Looking features up: FeatureByKey / VarFeatureByKey return the parsed value for a key of the spec, so
 //   user code does not index fixed[] / var[] by position.
@@ -100,6 +102,17 @@ class ParseExampleNode final : public Node<ParsedExample> {
   std::unique_ptr<Stream<ParsedExample>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<ParseStream>(input_->MakeStream(std::move(context)), parser_);
   }
+  // State: the element index (error messages name it); the input at /0.
+  absl::StatusOr<std::unique_ptr<Stream<ParsedExample>>> RestoreStream(
+      IteratorContextPtr context, const CheckpointReader& reader, const std::string& path) const override {
+    int64_t index = 0;
+    if (absl::Status s = reader.ReadState(path, &index); !s.ok()) return s;
+    auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+    if (!input.ok()) return input.status();
+    auto stream = std::make_unique<ParseStream>(std::move(*input), parser_);
+    stream->index_ = index;
+    return stream;
+  }
 
  private:
   class ParseStream final : public Stream<ParsedExample> {
@@ -120,11 +133,16 @@ class ParseExampleNode final : public Node<ParsedExample> {
       return PollState::kReady;
     }
     Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      writer->WriteState(path, index_);
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    int64_t index_ = 0;  // set by RestoreStream
 
    private:
     std::unique_ptr<Stream<In>> input_;
     ExampleParser parser_;
-    int64_t index_ = 0;
     absl::StatusOr<In> in_;
   };
 
