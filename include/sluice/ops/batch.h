@@ -20,6 +20,8 @@
 // - Cardinality: input / batch_size, rounded up unless drop_remainder; infinite and unknown stay so.
 // - Threading/cancellation: the inline form is synchronous; the parallel form is ParallelMap's machinery
 //   (sluice/ops/parallel_map.h): destroying the stream cancels and awaits the stacking in flight.
+// - Checkpoints (docs/checkpoint.md): both forms save and restore exactly; the parallel one pauses its
+//   stacking as ParallelMap does and saves the stacked batches not yet returned.
 //
 //   Dataset<Tensor> images = ...;                 // each float[28,28]
 //   Dataset<Tensor> batches = images.Batch(32);   // float[32,28,28], the last one possibly shorter
@@ -101,6 +103,24 @@ class GroupStream final : public Stream<std::vector<T>> {
     return PollState::kReady;
   }
   Task<void> WaitReady() override { return input_->WaitReady(); }
+  // Under a parallel Batch only (the inline one writes its state itself): appends the partial group and
+  // whether the input ended to the Batch's section, which the parallel stacking wrote first, then saves
+  // the input at /0 unless it ended.
+  Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+    if constexpr (!HasElementCodec<T>) {
+      return Stream<std::vector<T>>::SaveResult(
+          writer->Unsupported(path, "its elements have no ElementCodec"));
+    } else {
+      writer->AppendState(path, elements_, ended_);
+      if (ended_) return Stream<std::vector<T>>::SaveResult(absl::OkStatus());
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+  }
+  // A restored group (parallel Batch): `input` is null when the input had ended.
+  void SetPartial(std::vector<T> elements, bool ended) {
+    elements_ = std::move(elements);
+    ended_ = ended;
+  }
 
   // Checkpoint state (Batch's): the partial group and whether the input ended.
   template <class U = T>
@@ -143,6 +163,8 @@ class GroupStream final : public Stream<std::vector<T>> {
 // The second half: one group stacked by the Batched<T> rule; `index` is the batch's, for messages.
 template <class T>
 struct StackGroup {
+  // The grouping under the parallel stacking is part of the same Batch node (see ParallelMapStream::Save).
+  static constexpr bool kInputSharesNode = true;
   absl::StatusOr<Batched<T>> operator()(std::vector<T> elements, int64_t index) const {
     absl::StatusOr<Batched<T>> batch = StackBatch<T>(std::move(elements));
     if (!batch.ok()) return AnnotateError(batch.status(), "Batch", index);
@@ -178,26 +200,25 @@ class BatchNode final : public Node<Batched<T>> {
     if (num_parallel_calls_ == 0 || num_parallel_calls_ == 1) {
       return std::make_unique<InlineBatchStream>(std::move(groups));
     }
-    // Parallel stacking: the groups are cheap to form (moves), the copies into one buffer are not.
-    using Parallel = detail_parallel::ParallelMapStream<std::vector<T>, B, StackGroup<T>>;
-    const bool deterministic = deterministic_.value_or(context->options.deterministic);
-    const int limit = std::max(1, CpuBudget(*context));
-    const bool tuned = num_parallel_calls_ == kAutotune;
-    int initial = tuned ? 1 : static_cast<int>(num_parallel_calls_);
-    int max_parallelism = tuned ? limit : initial;
-    if (tuned && !context->options.autotune) initial = max_parallelism = limit;
-    return detail_teardown::MakeAsyncStream<Parallel>(context->teardowns, std::move(groups), StackGroup<T>{}, context->pool,
-                                             initial, max_parallelism, deterministic,
-                                             tuned ? TunerFor(*context) : nullptr);
+    return std::make_unique<detail_teardown::AsyncStreamOwner<Parallel>>(
+        MakeParallel(context, std::move(groups)), context->teardowns);
   }
-  // Sequential batching only: a parallel Batch is refused when saving (its stream does not save).
+  // State, inline: batch index, partial batch, input ended. Parallel: the stacking's (next batch index,
+  // stacked batches not yet returned, groups ended), then the grouping's (partial batch, input ended).
+  // The input at /0 unless it ended.
   absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     if constexpr (!HasElementCodec<T>) {
       return reader.Unsupported(path);
     } else {
-      if (num_parallel_calls_ != 0 && num_parallel_calls_ != 1) return reader.Unsupported(path);
+      if (num_parallel_calls_ != 0 && num_parallel_calls_ != 1) {
+        if constexpr (HasElementCodec<B>) {
+          return RestoreParallel(context, reader, path);
+        } else {
+          return reader.Unsupported(path);
+        }
+      }
       int64_t index = 0;
       auto groups = GroupStream<T>::Restore(input_, std::move(context), reader, path, batch_size_,
                                             drop_remainder_, &index);
@@ -209,6 +230,54 @@ class BatchNode final : public Node<Batched<T>> {
   }
 
  private:
+  // Parallel stacking: the groups are cheap to form (moves), the copies into one buffer are not.
+  using Parallel = detail_parallel::ParallelMapStream<std::vector<T>, B, StackGroup<T>>;
+
+  std::unique_ptr<Parallel> MakeParallel(const IteratorContextPtr& context,
+                                         std::unique_ptr<GroupStream<T>> groups) const {
+    const bool deterministic = deterministic_.value_or(context->options.deterministic);
+    const int limit = std::max(1, CpuBudget(*context));
+    const bool tuned = num_parallel_calls_ == kAutotune;
+    int initial = tuned ? 1 : static_cast<int>(num_parallel_calls_);
+    int max_parallelism = tuned ? limit : initial;
+    if (tuned && !context->options.autotune) initial = max_parallelism = limit;
+    return std::make_unique<Parallel>(std::move(groups), StackGroup<T>{}, context->pool, initial,
+                                      max_parallelism, deterministic, tuned ? TunerFor(*context) : nullptr);
+  }
+
+  template <class V = T>
+  requires HasElementCodec<V> && HasElementCodec<B>
+  absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreParallel(const IteratorContextPtr& context,
+                                                             const CheckpointReader& reader,
+                                                             const std::string& path) const {
+    int64_t next_index = 0;
+    std::vector<absl::StatusOr<B>> batches;
+    bool groups_ended = false;
+    std::vector<T> partial;
+    bool input_ended = false;
+    if (absl::Status s = reader.ReadState(path, &next_index, &batches, &groups_ended, &partial, &input_ended);
+        !s.ok()) {
+      return s;
+    }
+    if (next_index < 0 || batches.size() > static_cast<uint64_t>(next_index) ||
+        static_cast<int64_t>(partial.size()) >= batch_size_ || (groups_ended && !input_ended)) {
+      return reader.Corrupt(path,
+                            absl::DataLossError(absl::StrCat(batches.size(), " batches of ", next_index, ", ",
+                                                             partial.size(), " in a partial one")));
+    }
+    std::unique_ptr<Stream<T>> input;
+    if (!input_ended) {
+      auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      input = std::move(*restored);
+    }
+    auto groups = std::make_unique<GroupStream<T>>(std::move(input), batch_size_, drop_remainder_);
+    groups->SetPartial(std::move(partial), input_ended);
+    std::unique_ptr<Parallel> impl = MakeParallel(context, std::move(groups));
+    impl->RestoreBuffered(next_index, std::move(batches), groups_ended);
+    return std::make_unique<detail_teardown::AsyncStreamOwner<Parallel>>(std::move(impl), context->teardowns);
+  }
+
   class InlineBatchStream final : public Stream<B> {
    public:
     explicit InlineBatchStream(std::unique_ptr<GroupStream<T>> groups) : groups_(std::move(groups)) {}

@@ -57,6 +57,13 @@ class SLUICE_EXPORT CheckpointWriter {
     (ElementCodec<Ts>::Encode(values, &bytes), ...);
     sections_[std::string(path)] = std::move(bytes);
   }
+  // More values after those already written at `path`: for an op made of two streams (a parallel Batch:
+  // the parallel stacking, then the grouping of its input), each writing its part of the one section.
+  template <class... Ts>
+  void AppendState(std::string_view path, const Ts&... values) {
+    std::string& bytes = sections_[std::string(path)];
+    (ElementCodec<Ts>::Encode(values, &bytes), ...);
+  }
   // A source's position (sluice/ops/stream.h).
   void WritePosition(std::string_view path, int64_t index, uint64_t offset) {
     WriteState(path, index, offset);

@@ -26,6 +26,13 @@
 //
 //   Dataset<int64_t> squares = Range(1000).Map([](int64_t x) { return x * x; }, /*num_parallel_calls=*/4);
 //
+// - Checkpoints (docs/checkpoint.md): the saved position is the element the consumer last received.
+//   Save pauses the workers (a flag read under the lock they already take per element, so nothing is
+//   added to the per-element path), awaits their scope without blocking a thread (the calls in flight
+//   finish), saves the results not yet returned (they need an ElementCodec) and the input after the last
+//   element taken. The results come out first, then new workers start at the next Poll. Deterministic
+//   streams restore element for element, nondeterministic ones as the same multiset.
+//
 // Reuse: detail_parallel::ParallelMapStream<T, U, Fn> takes a Stream<T> and any Fn with
 // `absl::StatusOr<U> fn(T value, int64_t index) const` and gives a Stream<U> with the guarantees above;
 // a parallel Batch is a synchronous "group into std::vector<T>" stream under a ParallelMapStream whose
@@ -162,6 +169,14 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   PollState Poll(absl::StatusOr<U>* out) override {
     if (!started_) Start();
+    if (carry_next_ < carry_.size()) [[unlikely]] {  // results saved by a save or a restore: they come first
+      *out = std::move(carry_[carry_next_++]);
+      if (carry_next_ == carry_.size()) {
+        carry_.clear();
+        carry_next_ = 0;
+      }
+      return PollState::kReady;
+    }
     std::coroutine_handle<> wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -184,6 +199,27 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   }
 
   Task<void> WaitReady() override { return Wait(this); }
+
+  // State: the next input element's index, the results taken from the input and not yet returned (in
+  // the order they come out), whether the input ended; then the input at /0 unless it ended. A Fn with
+  // kInputSharesNode (Batch's stacking) has an input that is part of the same op: it appends its state
+  // to this op's section (CheckpointWriter::AppendState) and saves its own input.
+  Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+    if constexpr (!HasElementCodec<U>) {
+      return Stream<U>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+    } else {
+      return SavePaused(this, std::move(writer), std::move(path));
+    }
+  }
+
+  // Before the first Poll of a restored stream: what Save wrote (`input_ended`: the input is null).
+  void RestoreBuffered(int64_t next_index, std::vector<absl::StatusOr<U>> results, bool input_ended) {
+    next_index_ = next_index;
+    consumed_ = static_cast<size_t>(next_index);
+    carry_ = std::move(results);
+    input_ended_ = input_ended;
+    input_done_ = input_ended;
+  }
 
   // Tunable: the number of workers (calls in flight).
   int parallelism() const override { return target_.load(std::memory_order_relaxed); }
@@ -226,7 +262,61 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       spawning_ = true;
     }
     SetParallelism(target_.load(std::memory_order_relaxed));
-    if (tuner_ != nullptr) registration_.emplace(tuner_, this);
+    if (tuner_ != nullptr && !registration_) registration_.emplace(tuner_, this);  // kept across a pause
+  }
+
+  // A save's pause: no new spawns, and every worker exits at its next Reserve (a parked one is woken to
+  // see it). A call in flight finishes and stores its result; a worker awaiting the input's WaitReady
+  // waits until the input is ready (cancelling it could end a file reader), then exits.
+  void BeginPause() {
+    std::vector<std::coroutine_handle<>> wake;
+    {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      spawning_ = false;
+      std::lock_guard<std::mutex> lock(mu_);
+      pausing_ = true;
+      parked_.TakeAll(&wake);
+    }
+    ResumeAllOn(pool_, &wake);
+  }
+
+  // After the pause's join: every result not yet returned moves behind the carried ones, in the order
+  // the consumer would have seen it; the next Poll starts new workers.
+  void EndPause() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (deterministic_) {
+      for (size_t i = consumed_; i < consumed_ + outstanding_; ++i) {
+        std::optional<absl::StatusOr<U>>& slot = ring_[i % capacity_];
+        carry_.push_back(std::move(*slot));
+        slot.reset();
+      }
+    } else {
+      for (absl::StatusOr<U>& result : completed_) carry_.push_back(std::move(result));
+      completed_.clear();
+    }
+    consumed_ += outstanding_;
+    outstanding_ = 0;
+    pausing_ = false;
+    started_ = false;
+  }
+
+  static Task<absl::Status> SavePaused(ParallelMapStream* s, std::shared_ptr<CheckpointWriter> writer,
+                                       std::string path) {
+    if (s->started_) {
+      s->BeginPause();
+      co_await s->scope_.Join();  // resumed by the last worker to exit, on its thread: nothing blocks
+      s->EndPause();
+    }
+    if (s->carry_next_ > 0) {  // drop what the consumer already took
+      s->carry_.erase(s->carry_.begin(), s->carry_.begin() + static_cast<std::ptrdiff_t>(s->carry_next_));
+      s->carry_next_ = 0;
+    }
+    writer->WriteState(path, s->next_index_, s->carry_, s->input_ended_);
+    constexpr bool kSharesNode = requires { Fn::kInputSharesNode; };
+    if (s->input_ended_ && !kSharesNode) co_return absl::OkStatus();
+    // A named string, not a conditional temporary inside the co_await: GCC 12 frees such a temporary twice.
+    std::string input_path = kSharesNode ? path : ChildNodePath(path, 0);
+    co_return co_await s->input_->Save(std::move(writer), std::move(input_path));
   }
 
   size_t ReadyCountLocked() const {
@@ -236,7 +326,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   }
 
   bool ExitLocked() const {
-    return stopping_ || input_done_ || running_ > target_.load(std::memory_order_relaxed);
+    return stopping_ || pausing_ || input_done_ || running_ > target_.load(std::memory_order_relaxed);
   }
   bool ShouldParkLocked() const {
     return !ExitLocked() && (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst));
@@ -491,6 +581,9 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   const size_t wake_run_;
   std::atomic<int> target_;
   bool started_ = false;  // consumer only
+  // Results saved by a pause or restored, returned before the workers' (consumer only).
+  std::vector<absl::StatusOr<U>> carry_;
+  size_t carry_next_ = 0;
 
   // Input side: input_mu_ serialises Poll of the input; input_awaiting_ is set while one worker awaits
   // the input's WaitReady (read under mu_ by parkers, see ShouldParkLocked).
@@ -508,6 +601,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int running_ = 0;         // workers spawned and not exited
   bool input_done_ = false;
   bool stopping_ = false;
+  bool pausing_ = false;  // a save waits for the workers to exit
   bool consumer_waiting_ = false;
   ParkList parked_;
 
@@ -554,7 +648,41 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
-    using S = detail_parallel::ParallelMapStream<T, U, detail_parallel::UserMapFn<T, F>>;
+    std::unique_ptr<Stream<T>> input = input_->MakeStream(context);
+    return std::make_unique<detail_teardown::AsyncStreamOwner<S>>(MakeImpl(context, std::move(input)),
+                                                                  context->teardowns);
+  }
+  // State: see ParallelMapStream::Save.
+  absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<U>) {
+      return reader.Unsupported(path);
+    } else {
+      int64_t next_index = 0;
+      std::vector<absl::StatusOr<U>> results;
+      bool ended = false;
+      if (absl::Status s = reader.ReadState(path, &next_index, &results, &ended); !s.ok()) return s;
+      if (next_index < 0 || results.size() > static_cast<uint64_t>(next_index)) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat(results.size(), " results of ",
+                                                                     next_index, " input elements")));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (!ended) {
+        auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      std::unique_ptr<S> impl = MakeImpl(context, std::move(input));
+      impl->RestoreBuffered(next_index, std::move(results), ended);
+      return std::make_unique<detail_teardown::AsyncStreamOwner<S>>(std::move(impl), context->teardowns);
+    }
+  }
+
+ private:
+  using S = detail_parallel::ParallelMapStream<T, U, detail_parallel::UserMapFn<T, F>>;
+
+  std::unique_ptr<S> MakeImpl(const IteratorContextPtr& context, std::unique_ptr<Stream<T>> input) const {
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     ThreadPool* pool = context->pool;
     int limit = std::max(1, CpuBudget(*context));
@@ -563,12 +691,11 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
     const bool tuned = num_parallel_calls_ == kAutotune;
     Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
-    return detail_teardown::MakeAsyncStream<S>(context->teardowns, input_->MakeStream(context),
-                                      detail_parallel::UserMapFn<T, F>{f_}, pool, initial, max_parallelism,
-                                      deterministic, tuner, /*caller_runs=*/tuned, context->busy_tasks.get());
+    return std::make_unique<S>(std::move(input), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
+                               max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
+                               context->busy_tasks.get());
   }
 
- private:
   NodePtr<T> input_;
   F f_;
   FunctionParam function_;
