@@ -20,6 +20,10 @@
 //   polled on the pool, one worker per slot at a time.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
 //   destroys the sub-streams and the input. Cardinality: unknown.
+// - Checkpoints (docs/checkpoint.md): Save pauses the workers as ParallelMap does (a flag under the lock
+//   they already take, awaited without blocking a thread; a worker waiting on a sub-stream waits until it
+//   is ready), then saves the cycle as the sequential Interleave does, plus each slot's buffered elements
+//   (they need an ElementCodec), error and end. Workers start again at the next Poll.
 //
 //   Dataset<std::string> records = ListFiles({"/data/*.tfrecord"}).Interleave(
 //       [](std::string file) { return TFRecord({file}); }, /*cycle_length=*/4, /*block_length=*/16,
@@ -37,6 +41,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -45,16 +51,16 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
+#include "sluice/engine/thread_pool.h"
 #include "sluice/ops/autotune.h"
-#include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/ops/cardinality.h"
-#include "sluice/ops/op_node.h"
+#include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/interleave.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"
 #include "sluice/ops/user_function_stop.h"
-#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 
@@ -85,7 +91,11 @@ class ParallelInterleaveNode final
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
-  std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
+
+ private:
+  class ParallelInterleaveStream;
+  std::unique_ptr<ParallelInterleaveStream> MakeImpl(const IteratorContextPtr& context,
+                                                     std::unique_ptr<Stream<T>> input) const {
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     int cycle = static_cast<int>(cycle_length_);
     int initial = 0;
@@ -98,12 +108,68 @@ class ParallelInterleaveNode final
     } else {
       initial = max_parallelism = static_cast<int>(std::min<int64_t>(num_parallel_calls_, cycle_length_));
     }
-    return detail_teardown::MakeAsyncStream<ParallelInterleaveStream>(context->teardowns, input_->MakeStream(context), f_,
-                                                             context, cycle_length_, block_length_, initial,
-                                                             max_parallelism, deterministic, tuner);
+    return std::make_unique<ParallelInterleaveStream>(std::move(input), f_, context, cycle_length_,
+                                                      block_length_, initial, max_parallelism, deterministic,
+                                                      tuner);
+  }
+
+ public:
+  std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
+    std::unique_ptr<Stream<T>> input = input_->MakeStream(context);
+    return std::make_unique<detail_teardown::AsyncStreamOwner<ParallelInterleaveStream>>(
+        MakeImpl(context, std::move(input)), context->teardowns);
+  }
+  // State: input index, cursor, block index, input ended, then per slot: its error (an input error or f
+  // failure waiting for its turn), its open stream (input element and the stream's own checkpoint, as
+  // Interleave), its buffered elements and whether its stream ended. The input at /0 unless it ended.
+  absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T> || !HasElementCodec<U>) {
+      return reader.Unsupported(path);
+    } else {
+      int64_t input_index = 0;
+      int64_t cursor = 0;
+      int64_t block_index = 0;
+      bool input_done = false;
+      std::vector<SavedSlot> slots;
+      if (absl::Status s = reader.ReadState(path, &input_index, &cursor, &block_index, &input_done, &slots);
+          !s.ok()) {
+        return s;
+      }
+      bool valid = slots.size() == static_cast<size_t>(cycle_length_) && cursor >= 0 &&
+                   cursor < cycle_length_ && block_index >= 0 && block_index < block_length_ &&
+                   input_index >= 0;
+      for (const SavedSlot& slot : slots) {
+        valid = valid && !(std::get<0>(slot).has_value() && std::get<1>(slot).has_value()) &&
+                (std::get<1>(slot).has_value() || (std::get<2>(slot).empty() && !std::get<3>(slot)));
+      }
+      if (!valid) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("a cycle of ", slots.size(), " at ",
+                                                                     cursor, ", block ", block_index)));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (!input_done) {
+        auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      std::unique_ptr<ParallelInterleaveStream> impl = MakeImpl(context, std::move(input));
+      absl::Status restored = impl->RestoreCycle(input_index, static_cast<size_t>(cursor), block_index,
+                                                 input_done, std::move(slots));
+      if (!restored.ok()) {
+        return absl::Status(restored.code(),
+                            absl::StrCat("restoring ParallelInterleave at ", path, ", ", restored.message()));
+      }
+      return std::make_unique<detail_teardown::AsyncStreamOwner<ParallelInterleaveStream>>(
+          std::move(impl), context->teardowns);
+    }
   }
 
  private:
+  // A slot as Save writes it: error, stream (input element, checkpoint), buffered elements, ended.
+  using SavedSlot = std::tuple<std::optional<absl::Status>, std::optional<std::pair<T, std::string>>,
+                               std::vector<absl::StatusOr<U>>, bool>;
   class ParallelInterleaveStream final : public Stream<U>, public Tunable {
    public:
     ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context, int64_t cycle_length,
@@ -194,6 +260,46 @@ class ParallelInterleaveNode final
       if (waiting_on_input_) return input_->WaitReady();
       return Wait(this);
     }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T> || !HasElementCodec<U>) {
+        return Stream<U>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        return SavePaused(this, std::move(writer), std::move(path));
+      }
+    }
+
+    // Before the first Poll of a restored stream: the cycle as Save wrote it.
+    absl::Status RestoreCycle(int64_t input_index, size_t cursor, int64_t block_index, bool input_done,
+                              std::vector<SavedSlot> saved) {
+      input_index_ = input_index;
+      cursor_.store(cursor, std::memory_order_relaxed);
+      block_index_ = block_index;
+      input_done_ = input_done;
+      empty_ = 0;
+      for (size_t i = 0; i < saved.size(); ++i) {
+        Slot& slot = slots_[i];
+        slot.error = std::move(std::get<0>(saved[i]));
+        std::optional<std::pair<T, std::string>>& open = std::get<1>(saved[i]);
+        if (open.has_value()) {
+          absl::StatusOr<SubDataset> sub =
+              InvokeUserFunction("ParallelInterleave", input_index, f_, SavedInput(open->first));
+          if (!sub.ok()) return Annotated(i, sub.status());
+          NodePtr<U> node = sub->node();
+          absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(open->second, node);
+          if (!reader.ok()) return Annotated(i, reader.status());
+          reader->RestoreRecords(context_->state.get());
+          auto stream = node->RestoreStream(context_, *reader, std::string(kRootNodePath));
+          if (!stream.ok()) return Annotated(i, stream.status());
+          slot.stream = std::move(*stream);
+          slot.node = std::move(node);
+          slot.input = std::move(open->first);
+        }
+        for (absl::StatusOr<U>& x : std::get<2>(saved[i])) slot.buffer.push_back(std::move(x));
+        slot.ended = std::get<3>(saved[i]);
+        if (slot.stream == nullptr && !slot.error) ++empty_;
+      }
+      return absl::OkStatus();
+    }
 
     int parallelism() const override { return target_.load(std::memory_order_relaxed); }
     int max_parallelism() const override { return max_parallelism_; }
@@ -226,8 +332,13 @@ class ParallelInterleaveNode final
     template <class Owner>
     friend class detail_parallel::ParkAwaiter;
 
+    // What a slot keeps of its input element for a save: a copy when it has a codec, else nothing.
+    using SavedInput = std::conditional_t<HasElementCodec<T>, T, bool>;
+
     struct Slot {
       std::unique_ptr<Stream<U>> stream;   // the open sub-dataset (null: empty, or an error waiting)
+      NodePtr<U> node;                     // its dataset's node, and the input element it came from
+      SavedInput input{};
       std::optional<absl::Status> error;   // an input error or f failure, yielded in this slot's turn
       std::deque<absl::StatusOr<U>> buffer;
       bool busy = false;   // a worker owns `stream` (polling it or awaiting its WaitReady)
@@ -241,7 +352,59 @@ class ParallelInterleaveNode final
         spawning_ = true;
       }
       SetParallelism(target_.load(std::memory_order_relaxed));
-      if (tuner_ != nullptr) registration_.emplace(tuner_, this);
+      if (tuner_ != nullptr && !registration_) registration_.emplace(tuner_, this);  // kept across a pause
+    }
+
+    static absl::Status Annotated(size_t slot, const absl::Status& status) {
+      return absl::Status(status.code(), absl::StrCat("cycle slot ", slot, ": ", status.message()));
+    }
+
+    // A save's pause: no new spawns, and every worker exits at its next check under mu_ (parked ones are
+    // woken to see it). A worker waiting on a sub-stream's WaitReady waits until it is ready (cancelling
+    // it could end a file reader), then exits; its slot is free again then.
+    static Task<absl::Status> SavePaused(ParallelInterleaveStream* s,
+                                         std::shared_ptr<CheckpointWriter> writer, std::string path) {
+      if (s->started_) {
+        std::vector<std::coroutine_handle<>> wake;
+        {
+          std::lock_guard<std::mutex> spawn_lock(s->spawn_mu_);
+          s->spawning_ = false;
+          std::lock_guard<std::mutex> lock(s->mu_);
+          s->pausing_ = true;
+          s->parked_.TakeAll(&wake);
+        }
+        detail_parallel::ResumeAllOn(s->pool_, &wake);
+        co_await s->scope_.Join();  // resumed by the last worker to exit, on its thread: nothing blocks
+        std::lock_guard<std::mutex> lock(s->mu_);
+        s->pausing_ = false;
+        s->started_ = false;  // the next Poll starts new workers
+      }
+      // No worker runs now; the tuner only reads under mu_, so reading the slots needs no lock.
+      std::vector<SavedSlot> slots(s->slots_.size());
+      for (size_t i = 0; i < s->slots_.size(); ++i) {
+        Slot& slot = s->slots_[i];
+        std::get<0>(slots[i]) = slot.error;
+        if (slot.stream != nullptr) {
+          // The slot's dataset is not a node of this graph: its stream goes into a checkpoint of its own.
+          auto inner = std::make_shared<CheckpointWriter>(slot.node.get());
+          absl::Status saved = co_await slot.stream->Save(inner, std::string(kRootNodePath));
+          absl::StatusOr<std::string> state =
+              saved.ok() ? EncodeCheckpoint(slot.node, *s->context_->state, *inner) : saved;
+          if (!state.ok()) {
+            co_return absl::Status(
+                state.status().code(),
+                absl::StrCat("ParallelInterleave at ", path, ", ", Annotated(i, state.status()).message()));
+          }
+          std::get<1>(slots[i]).emplace(slot.input, *std::move(state));
+        }
+        std::get<2>(slots[i]).assign(slot.buffer.begin(), slot.buffer.end());
+        std::get<3>(slots[i]) = slot.ended;
+      }
+      writer->WriteState(path, s->input_index_,
+                         static_cast<int64_t>(s->cursor_.load(std::memory_order_relaxed)), s->block_index_,
+                         s->input_done_, slots);
+      if (s->input_done_) co_return absl::OkStatus();
+      co_return co_await s->input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
 
    public:
@@ -286,13 +449,17 @@ class ParallelInterleaveNode final
         }
         int64_t index = input_index_++;
         std::unique_ptr<Stream<U>> stream;
+        NodePtr<U> node;
+        SavedInput input{};
         std::optional<absl::Status> error;
         if (!in_.ok()) {
           error = std::move(in_).status();
         } else {
+          if constexpr (HasElementCodec<T>) input = *in_;  // for a save
           absl::StatusOr<SubDataset> sub = InvokeUserFunction("ParallelInterleave", index, f_, std::move(*in_));
           if (sub.ok()) {
-            stream = sub->node()->MakeStream(context_);
+            node = sub->node();
+            stream = node->MakeStream(context_);
           } else {
             error = std::move(sub).status();
           }
@@ -305,6 +472,8 @@ class ParallelInterleaveNode final
             slot.error = std::move(error);
           } else {
             slot.stream = std::move(stream);
+            slot.node = std::move(node);
+            slot.input = std::move(input);
             slot.buffer.clear();
             slot.ended = false;
             wake = parked_.TakeOne();
@@ -324,7 +493,9 @@ class ParallelInterleaveNode final
       }
       return false;
     }
-    bool ExitLocked() const { return stopping_ || running_ > target_.load(std::memory_order_relaxed); }
+    bool ExitLocked() const {
+      return stopping_ || pausing_ || running_ > target_.load(std::memory_order_relaxed);
+    }
     // The slot a worker should fill next: the first, from the consumer's cursor, that has room.
     std::optional<size_t> PickLocked() const {
       size_t n = slots_.size();
@@ -452,6 +623,7 @@ class ParallelInterleaveNode final
     std::atomic<size_t> cursor_{0};
     int running_ = 0;
     bool stopping_ = false;
+    bool pausing_ = false;  // a save waits for the workers to exit
     bool consumer_waiting_ = false;
     detail_parallel::ParkList parked_;
 
