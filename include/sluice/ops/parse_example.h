@@ -19,10 +19,9 @@
 //   do not end the stream.
 // - Cardinality: the input's.
 // - Threading/cancellation: synchronous; parses on the consumer's thread (put a parallel Map or Prefetch
-//   around it for parallelism).
-// - Checkpoints (docs/checkpoint.md): the state is the element index; the input saves its own. The spec is
-// validated and its key lookup built once (ExampleParser),
+//   around it for parallelism). The spec is validated and its key lookup built once (ExampleParser),
 //   shared, immutable, by all iterators.
+// - Checkpoints (docs/checkpoint.md): the state is the element index; the input saves its own.
 // - Looking features up: FeatureByKey / VarFeatureByKey return the parsed value for a key of the spec, so
 //   user code does not index fixed[] / var[] by position.
 //
