@@ -130,6 +130,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
           }
           slot.reset();
           slot_nodes_[cycle_index_].reset();
+          slot_inputs_[cycle_index_] = SavedInput{};
           --open_;
           Advance();
         } else if (!input_done_) {

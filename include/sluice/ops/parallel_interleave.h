@@ -205,6 +205,7 @@ class ParallelInterleaveNode final
         size_t i = cursor_.load(std::memory_order_relaxed);
         Slot& slot = slots_[i];
         std::unique_ptr<Stream<U>> closed;
+        NodePtr<U> closed_node;  // kept for a save while open; freed with the stream
         std::coroutine_handle<> wake;
         bool kept_in_turn = false;
         {
@@ -238,6 +239,8 @@ class ParallelInterleaveNode final
             kept_in_turn = true;
           } else if (slot.ended) {
             closed = std::move(slot.stream);
+            closed_node = std::move(slot.node);
+            slot.input = SavedInput{};
             slot.ended = false;
             ++empty_;
             AdvanceLocked();
@@ -253,6 +256,7 @@ class ParallelInterleaveNode final
           return PollState::kReady;
         }
         closed.reset();  // outside the lock: a sub-stream's destructor may join work of its own
+        closed_node.reset();
       }
     }
 
