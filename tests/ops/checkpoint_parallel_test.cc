@@ -18,47 +18,22 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
+#include "tests/ops/checkpoint_helpers.h"
 #include "tests/ops/test_helpers.h"
 #include "tests/test_util.h"
 
 namespace sluice {
 namespace {
 
-using Elements = std::vector<absl::StatusOr<int64_t>>;
-
-std::string Show(const absl::StatusOr<int64_t>& e) {
-  return e.ok() ? absl::StrCat(*e) : e.status().ToString();
-}
-
-Elements Pull(Iterator<int64_t>& it, size_t limit) {
-  Elements out;
-  while (out.size() < limit) {
-    auto next = it.NextBlocking();
-    if (next.ok() && !next->has_value()) break;
-    if (next.ok()) {
-      out.emplace_back(std::move(**next));
-    } else {
-      out.emplace_back(next.status());
-    }
-  }
-  return out;
-}
-
-Elements Sorted(Elements e) {
-  std::sort(e.begin(), e.end(), [](const absl::StatusOr<int64_t>& a, const absl::StatusOr<int64_t>& b) {
-    return Show(a) < Show(b);
-  });
-  return e;
-}
+using checkpoint_testing::Elements;
+using checkpoint_testing::MaybeFail;
+using checkpoint_testing::Pull;
+using checkpoint_testing::Show;
+using checkpoint_testing::Sorted;
 
 Elements Concat(Elements a, const Elements& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-absl::StatusOr<int64_t> MaybeFail(int64_t x) {
-  if (x % 11 == 7) return absl::InvalidArgumentError(absl::StrCat("seven mod eleven: ", x));
-  return x * 3 + 1;
 }
 
 // Once armed, calls wait in the function until Release(). Before, they only count themselves. Every
@@ -360,8 +335,8 @@ TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
     std::string error;
   };
   std::vector<Case> cases = {
-      {Range(50).Cache().Map(MaybeFail, 3, true), "checkpointing Cache at /0 is not supported yet"},
-      {Range(50).Cache().Batch(4, false, 2).Map(sum), "checkpointing Cache at /0/0 is not supported yet"},
+      {Range(2000).Cache().Map(MaybeFail, 3, true), "checkpointing Cache at /0 is not supported yet"},
+      {Range(2000).Cache().Batch(4, false, 2).Map(sum), "checkpointing Cache at /0/0 is not supported yet"},
       {Range(6).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 9).Cache(); }, 2, 1, 2, true),
        "ParallelInterleave at /, cycle slot 0: checkpointing Cache at / is not supported yet"},
   };

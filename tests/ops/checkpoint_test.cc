@@ -21,32 +21,17 @@
 #include "engine/xxhash64.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
+#include "tests/ops/checkpoint_helpers.h"
 #include "tests/test_util.h"
 
 namespace sluice {
 namespace {
 
-using Elements = std::vector<absl::StatusOr<int64_t>>;
-
-std::string Show(const absl::StatusOr<int64_t>& e) {
-  return e.ok() ? absl::StrCat(*e) : e.status().ToString();
-}
-
-// Up to `limit` elements, errors included; stops at the end.
-template <class T>
-std::vector<absl::StatusOr<T>> Pull(Iterator<T>& it, size_t limit) {
-  std::vector<absl::StatusOr<T>> out;
-  while (out.size() < limit) {
-    auto next = it.NextBlocking();
-    if (next.ok() && !next->has_value()) break;
-    if (next.ok()) {
-      out.emplace_back(std::move(**next));
-    } else {
-      out.emplace_back(next.status());
-    }
-  }
-  return out;
-}
+using checkpoint_testing::Elements;
+using checkpoint_testing::MaybeFail;
+using checkpoint_testing::Pull;
+using checkpoint_testing::Show;
+using checkpoint_testing::Sorted;
 
 constexpr size_t kMaxElements = 3000;
 
@@ -72,11 +57,6 @@ void CheckCut(const Dataset<int64_t>& ds, const Elements& full, size_t cut, cons
   }
   ASSERT_EQ(live.size(), suffix.size()) << what;
   for (size_t i = 0; i < live.size(); ++i) ASSERT_EQ(live[i], suffix[i]) << what << " live element " << i;
-}
-
-absl::StatusOr<int64_t> MaybeFail(int64_t x) {
-  if (x % 11 == 7) return absl::InvalidArgumentError(absl::StrCat("seven mod eleven: ", x));
-  return x * 3 + 1;
 }
 
 std::vector<std::string> SmallTFRecords() {
@@ -348,12 +328,6 @@ std::string Difference(const Elements& got, const Elements& want) {
 TEST(CheckpointTest, RandomNondeterministicPipelinesRestoreTheSameMultiset) {
   const int pipelines = EnvInt("SLUICE_CHECKPOINT_PIPELINES", 200) / 4;
   std::mt19937 rng(static_cast<uint32_t>(EnvInt("SLUICE_CHECKPOINT_SEED", 20261204)) + 1);
-  auto sorted = [](Elements e) {
-    std::sort(e.begin(), e.end(), [](const absl::StatusOr<int64_t>& a, const absl::StatusOr<int64_t>& b) {
-      return Show(a) < Show(b);
-    });
-    return e;
-  };
   for (int p = 0; p < pipelines; ++p) {
     std::string desc;
     Dataset<int64_t> ds = RandomPipeline(rng, 3, &desc);
@@ -376,7 +350,7 @@ TEST(CheckpointTest, RandomNondeterministicPipelinesRestoreTheSameMultiset) {
     }
     const std::string what = absl::StrCat("pipeline ", p, ": ", desc);
     Iterator<int64_t> full_it = ds.MakeIterator();
-    const Elements full = sorted(Pull(full_it, kMaxElements));
+    const Elements full = Sorted(Pull(full_it, kMaxElements));
     const size_t cut = static_cast<size_t>(rng() % (full.size() + 1));
     Iterator<int64_t> it = ds.MakeIterator();
     Elements prefix = Pull(it, cut);
@@ -389,9 +363,9 @@ TEST(CheckpointTest, RandomNondeterministicPipelinesRestoreTheSameMultiset) {
     ASSERT_TRUE(restored.ok()) << what << "\n" << restored.status();
     Elements joined = prefix;
     for (auto& e : Pull(*restored, kMaxElements)) joined.push_back(std::move(e));
-    ASSERT_EQ(sorted(joined), full) << what << " cut at " << cut << ": " << Difference(sorted(joined), full);
-    ASSERT_EQ(sorted(live), full) << what << " live, cut at " << cut << ": "
-                                  << Difference(sorted(live), full);
+    ASSERT_EQ(Sorted(joined), full) << what << " cut at " << cut << ": " << Difference(Sorted(joined), full);
+    ASSERT_EQ(Sorted(live), full) << what << " live, cut at " << cut << ": "
+                                  << Difference(Sorted(live), full);
   }
 }
 

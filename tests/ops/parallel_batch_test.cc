@@ -14,7 +14,7 @@ namespace {
 
 using test_ops::Collect;
 
-Tensor Row(int64_t x) { return Tensor::FromVector<int64_t>({x, x * 10}); }
+Tensor PairRow(int64_t x) { return Tensor::FromVector<int64_t>({x, x * 10}); }
 
 TEST(ParallelBatchTest, DeterministicEqualsInlineForVectorsAndTensors) {
   Options options;
@@ -29,7 +29,7 @@ TEST(ParallelBatchTest, DeterministicEqualsInlineForVectorsAndTensors) {
         ASSERT_TRUE(parallel_vectors[i].ok());
         EXPECT_EQ(*inline_vectors[i], *parallel_vectors[i]) << "batch " << i;
       }
-      Dataset<Tensor> rows = numbers.Map(Row);
+      Dataset<Tensor> rows = numbers.Map(PairRow);
       auto inline_tensors = Collect(rows.Batch(7, drop), options);
       auto parallel_tensors = Collect(rows.Batch(7, drop, calls), options);
       ASSERT_EQ(inline_tensors.size(), parallel_tensors.size());
@@ -64,7 +64,7 @@ TEST(ParallelBatchTest, ErrorsKeepTheirPlaceAndNameTheBatch) {
   auto make = [](int64_t x) -> absl::StatusOr<Tensor> {
     if (x == 5) return absl::DataLossError("bad record");
     if (x == 9) return Tensor::FromVector<int64_t>({x});
-    return Row(x);
+    return PairRow(x);
   };
   Options options;
   options.thread_pool_size = 2;
@@ -93,7 +93,7 @@ TEST(ParallelBatchTest, DestroyedMidStreamWithStackingInFlight) {
   Options options;
   options.thread_pool_size = 2;
   for (int round = 0; round < 20; ++round) {
-    Iterator<Tensor> it = Range(100000).Map(Row).Batch(64, false, 2).MakeIterator(options);
+    Iterator<Tensor> it = Range(100000).Map(PairRow).Batch(64, false, 2).MakeIterator(options);
     for (int i = 0; i < round % 4; ++i) ASSERT_TRUE(it.NextBlocking().ok());
   }
 }
