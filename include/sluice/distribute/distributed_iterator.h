@@ -59,20 +59,24 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/engine/async_scope.h"
 #include "sluice/distribute/auto_shard.h"
-#include "sluice/ops/batching.h"
-#include "sluice/ops/cardinality.h"
+#include "sluice/distribute/detail/distributed_checkpoint.h"
 #include "sluice/distribute/detail/rebatch.h"
 #include "sluice/distribute/detail/replica_queue.h"
-#include "sluice/ops/iterator.h"
-#include "sluice/ops/op_node.h"
-#include "sluice/ops/options.h"
 #include "sluice/distribute/per_replica.h"
+#include "sluice/engine/async_scope.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
-#include "sluice/io/tensor.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/io/tensor.h"
+#include "sluice/ops/batching.h"
+#include "sluice/ops/cardinality.h"
+#include "sluice/ops/checkpoint_state.h"
+#include "sluice/ops/element_codec.h"
+#include "sluice/ops/iterator.h"
+#include "sluice/ops/node_path.h"
+#include "sluice/ops/op_node.h"
+#include "sluice/ops/options.h"
 
 namespace sluice {
 
@@ -179,12 +183,27 @@ class DistributedState {
   enum Access : int { kUnclaimed = 0, kWholeStep = 1, kPerReplica = 2 };
 
   // first_pass: the pass number the pipeline's ops start at (IteratorState), the iterator's epoch.
-  DistributedState(NodePtr<B> node, DistributeConfig config, uint64_t first_pass)
+  // make_input false: Restore() builds the input from a checkpoint.
+  DistributedState(NodePtr<B> node, DistributeConfig config, uint64_t first_pass, bool make_input = true)
       : config_(ResolveShard(std::move(config), *node)),
         context_(MakeContext(config_, *node, first_pass)),
-        queues_(config_.replicas_per_worker, config_.capacity, context_->pool) {
-    if (config_.status.ok()) input_.emplace(node->MakeStream(context_), context_);
+        queues_(config_.replicas_per_worker, config_.capacity, context_->pool),
+        node_(std::move(node)),
+        first_pass_(first_pass),
+        carry_(static_cast<size_t>(config_.replicas_per_worker)),
+        pushed_(static_cast<size_t>(config_.replicas_per_worker), 0) {
+    if (config_.status.ok() && make_input) input_.emplace(node_->MakeStream(context_), context_, node_);
     if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
+  }
+
+  // An iterator's state restored from DistributedIterator::Save's bytes (see there).
+  static absl::StatusOr<std::shared_ptr<DistributedState>> Restore(
+      NodePtr<B> node, DistributeConfig config, distribute::DistributedCheckpoint<B> saved) {
+    const uint64_t first_pass = saved.first_pass;
+    auto state = std::make_shared<DistributedState>(std::move(node), std::move(config), first_pass, false);
+    absl::Status restored = state->RestoreFrom(std::move(saved));
+    if (!restored.ok()) return restored;
+    return state;
   }
   DistributedState(const DistributedState&) = delete;
   DistributedState& operator=(const DistributedState&) = delete;
@@ -240,6 +259,37 @@ class DistributedState {
     spec.batch_size = config_.per_replica_batch;
     if (sample_) spec.components = ElementSpecTraits<B>::Components(*sample_, spec.batch_size);
     return spec;
+  }
+
+  // The pause for a checkpoint: the producer stops at its next step boundary (the flag is one atomic
+  // load per step), the save takes every buffered piece out of the queues, saves them with the input
+  // iterator's own checkpoint and the producer's position, and hands them back to a new producer, which
+  // delivers them before anything new. Runs on whatever thread resumes the join: it blocks none.
+  static Task<absl::StatusOr<std::string>> Save(std::shared_ptr<DistributedState> self) {
+    if (!self->config_.status.ok()) {
+      co_return absl::FailedPreconditionError(absl::StrCat(
+          "DistributedIterator::Save: this distribution failed: ", self->config_.status.ToString()));
+    }
+    if constexpr (!HasElementCodec<B>) {
+      co_return absl::FailedPreconditionError(absl::StrCat("DistributedIterator::Save: batches of type ",
+                                                           ElementTypeName<B>(), " have no ElementCodec"));
+    } else {
+      if (self->saving_.exchange(true, std::memory_order_acq_rel)) {
+        co_return absl::FailedPreconditionError(
+            "DistributedIterator::Save: another save of this iterator is running");
+      }
+      self->Start();
+      self->pause_requested_.store(true, std::memory_order_release);
+      std::vector<std::deque<Item>> drained(self->carry_.size());
+      // Making room lets a producer blocked in a push finish its step and see the flag.
+      self->Drain(&drained);
+      co_await self->scope_.Join();
+      self->Drain(&drained);
+      absl::StatusOr<std::string> state = co_await self->SaveStopped(&drained);
+      self->ResumeAfterSave(std::move(drained));
+      self->saving_.store(false, std::memory_order_release);
+      co_return state;
+    }
   }
 
   static absl::StatusOr<std::optional<B>> ToResult(absl::StatusOr<std::optional<Item>> popped) {
@@ -358,7 +408,12 @@ class DistributedState {
     const size_t replicas = static_cast<size_t>(config_.replicas_per_worker);
     if (config_.mode == DistributeMode::kFromFunction) {
       while (!input_done_ && items->size() < replicas) {
-        typename Iterator<B>::Result next = co_await input_->Next();
+        typename Iterator<B>::Result next;
+        if (carry_input_.empty()) {
+          next = co_await input_->Next();
+        } else {
+          next = TakeCarriedInput();
+        }
         if (!next.ok()) {
           items->push_back(std::move(next).status());
         } else if (!next->has_value()) {
@@ -371,7 +426,12 @@ class DistributedState {
       co_return;
     }
     if (pending_.empty() && !input_done_) {
-      typename Iterator<B>::Result next = co_await input_->Next();
+      typename Iterator<B>::Result next;
+      if (carry_input_.empty()) {
+        next = co_await input_->Next();
+      } else {
+        next = TakeCarriedInput();
+      }
       if (!next.ok()) {
         pending_.push_back(Step{std::move(next).status(), {}});
       } else if (!next->has_value()) {
@@ -414,18 +474,26 @@ class DistributedState {
         if (!pushed.ok()) break;
       }
     }
-    for (int64_t step = 0; config.status.ok() && !stop.stop_requested(); ++step) {
+    bool first = true;
+    while (config.status.ok() && !stop.stop_requested()) {
+      if (self->pause_requested_.load(std::memory_order_acquire)) co_return;  // a save takes over
+      if (self->HasCarry()) {
+        if (!co_await self->PushCarriedStep()) break;  // closed or cancelled: the iterator is going away
+        continue;
+      }
+      if (self->finished_) break;  // restarted after a save: it had delivered its last step before
       std::vector<Item> items;
       items.reserve(replicas);
       co_await self->NextStep(&items);
       if (stop.stop_requested()) break;
       // The spec is what the first step shows (nothing when it is an error): ElementSpec() must not wait
       // for a producer that is itself waiting for replicas to make room.
-      if (step == 0) self->FinishSpec();
+      if (first) self->FinishSpec();
+      first = false;
       bool any = !items.empty();
       if (config.agreement != nullptr) {
-        absl::StatusOr<bool> agreed =
-            co_await config.agreement->AnyWorkerHasData(config.worker_index, self->epoch_, step, any);
+        absl::StatusOr<bool> agreed = co_await config.agreement->AnyWorkerHasData(
+            config.worker_index, self->epoch_, self->agreement_step_, any);
         if (!agreed.ok()) {
           // An agreement that failed cannot keep the workers aligned: report it once, then end.
           if (stop.stop_requested()) break;
@@ -439,23 +507,209 @@ class DistributedState {
         any = *agreed;
         self->agreed_end_ = !any;
       }
+      ++self->agreement_step_;
       if (!any) break;
+      self->fillers_in_last_step_ = static_cast<int64_t>(replicas - items.size());
       while (items.size() < replicas) items.push_back(self->EmptyPiece());
       bool delivered = true;
       for (size_t r = 0; r < replicas && delivered; ++r) {
         absl::Status pushed = co_await self->queues_[static_cast<int>(r)].Push(std::move(items[r]));
         delivered = pushed.ok();
+        if (delivered) ++self->pushed_[r];
       }
       if (!delivered) break;  // closed or cancelled: the iterator is going away
     }
+    if (!stop.stop_requested()) self->finished_ = true;
     self->queues_.Close();
     self->FinishSpec();
+  }
+
+  bool HasCarry() const {
+    for (const std::deque<Item>& pieces : carry_) {
+      if (!pieces.empty()) return true;
+    }
+    return false;
+  }
+
+  // One step a save handed back (or a restore brought): each replica's next carried piece. After a save
+  // that failed because the replicas stood at different steps, some replicas have fewer.
+  Task<bool> PushCarriedStep() {
+    for (size_t r = 0; r < carry_.size(); ++r) {
+      if (carry_[r].empty()) continue;
+      Item item = std::move(carry_[r].front());
+      carry_[r].pop_front();
+      if (item.ok()) RecordSample(*item);
+      absl::Status pushed = co_await queues_[static_cast<int>(r)].Push(std::move(item));
+      if (!pushed.ok()) co_return false;
+      ++pushed_[r];
+    }
+    FinishSpec();
+    co_return true;
+  }
+
+  typename Iterator<B>::Result TakeCarriedInput() {
+    Item item = std::move(carry_input_.front());
+    carry_input_.pop_front();
+    if (!item.ok()) return std::move(item).status();
+    return std::optional<B>(std::move(*item));
+  }
+
+  // Takes what the queues hold, without waiting; the save is their only consumer meanwhile.
+  void Drain(std::vector<std::deque<Item>>* drained) {
+    for (size_t r = 0; r < drained->size(); ++r) {
+      while (std::optional<Item> piece = queues_[static_cast<int>(r)].TryPop())
+        (*drained)[r].push_back(std::move(*piece));
+    }
+  }
+
+  distribute::DistributedTopology Topology() const {
+    distribute::DistributedTopology t;
+    t.mode = static_cast<int64_t>(config_.mode);
+    t.num_workers = config_.num_workers;
+    t.worker_index = config_.worker_index;
+    t.replicas_per_worker = config_.replicas_per_worker;
+    t.static_batch = config_.static_batch.value_or(-1);
+    t.applied_policy = static_cast<int64_t>(config_.applied_policy);
+    return t;
+  }
+
+  // With the producer stopped: the state, or why it cannot be saved. `drained` belongs to the caller.
+  Task<absl::StatusOr<std::string>> SaveStopped(const std::vector<std::deque<Item>>* drained) {
+    const size_t replicas = carry_.size();
+    std::vector<int64_t> consumed(replicas);
+    bool aligned = true;
+    for (size_t r = 0; r < replicas; ++r) {
+      consumed[r] = pushed_[r] - static_cast<int64_t>((*drained)[r].size());
+      aligned = aligned && consumed[r] == consumed[0];
+    }
+    if (!aligned) {
+      std::string steps;
+      for (size_t r = 0; r < replicas; ++r)
+        absl::StrAppend(&steps, r ? ", " : "", "replica ", r, " at step ", consumed[r]);
+      co_return absl::FailedPreconditionError(
+          absl::StrCat("DistributedIterator::Save: the local replicas stand at different steps (", steps,
+                       "); save when every replica has taken the same number of steps"));
+    }
+    distribute::DistributedCheckpoint<B> saved;
+    saved.topology = Topology();
+    saved.first_pass = first_pass_;
+    saved.consumed_steps = replicas > 0 ? consumed[0] : 0;
+    saved.agreement_step = agreement_step_;
+    saved.finished = finished_;
+    // Not consumed, oldest first: what the queues held, then what an earlier save handed back and the
+    // producer has not delivered again yet.
+    const size_t steps = replicas > 0 ? (*drained)[0].size() + carry_[0].size() : 0;
+    for (size_t i = 0; i < steps; ++i) {
+      std::vector<Item>& step = saved.steps.emplace_back();
+      for (size_t r = 0; r < replicas; ++r) {
+        const std::deque<Item>& queued = (*drained)[r];
+        step.push_back(i < queued.size() ? queued[i] : carry_[r][i - queued.size()]);
+      }
+      // Only the last step made can end in fillers (one worker's data ran out mid-step).
+      saved.real_pieces.push_back(static_cast<int64_t>(replicas) -
+                                  (i + 1 == steps ? fillers_in_last_step_ : 0));
+    }
+    if (!pending_.empty()) {
+      saved.batch = batch_;
+      for (const Step& step : pending_) saved.pending.emplace_back(step.error, step.ranges);
+    }
+    absl::StatusOr<std::string> input = co_await input_->Save();
+    if (!input.ok()) {
+      co_return absl::Status(input.status().code(),
+                             absl::StrCat("DistributedIterator::Save: ", input.status().message()));
+    }
+    saved.input = std::move(*input);
+    co_return distribute::EncodeDistributedCheckpoint(saved);
+  }
+
+  // The pieces a save took go back in front of what is carried, and a new producer delivers them.
+  void ResumeAfterSave(std::vector<std::deque<Item>> drained) {
+    for (size_t r = 0; r < drained.size(); ++r) {
+      pushed_[r] -= static_cast<int64_t>(drained[r].size());
+      carry_[r].insert(carry_[r].begin(), std::make_move_iterator(drained[r].begin()),
+                       std::make_move_iterator(drained[r].end()));
+    }
+    if (finished_) queues_.Reopen();  // the new producer delivers the carry, then closes them again
+    pause_requested_.store(false, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
+    if (!shut_down_) scope_.Spawn(Produce(this));
+  }
+
+  absl::Status RestoreFrom(distribute::DistributedCheckpoint<B> saved) {
+    if (!config_.status.ok()) return config_.status;
+    const distribute::DistributedTopology now = Topology();
+    const bool same = saved.topology == now;
+    if (!same) {
+      if (saved.topology.mode != now.mode) {
+        return absl::FailedPreconditionError(
+            "DistributedDataset::RestoreIterator: the state was saved from a distribution made by the other "
+            "of "
+            "DistributeDataset and DistributeDatasetsFromFunction");
+      }
+      if (saved.topology.num_workers != 1 || now.num_workers != 1 || !saved.pending.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("DistributedDataset::RestoreIterator: the state was saved on ",
+                         saved.topology.DebugString(), ", this distribution has ", now.DebugString(),
+                         "; a state restores on another number of replicas only with one worker"));
+      }
+    }
+    absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(saved.input, node_);
+    if (!reader.ok()) return reader.status();
+    reader->RestoreRecords(context_->state.get());
+    absl::StatusOr<std::unique_ptr<Stream<B>>> stream =
+        node_->RestoreStream(context_, *reader, std::string(kRootNodePath));
+    if (!stream.ok()) return stream.status();
+    input_.emplace(std::move(*stream), context_, node_);
+    for (int64_t& pushed : pushed_) pushed = saved.consumed_steps;
+    if (same) {
+      for (std::vector<Item>& step : saved.steps) {
+        for (size_t r = 0; r < step.size(); ++r) carry_[r].push_back(std::move(step[r]));
+      }
+      if (!saved.real_pieces.empty())
+        fillers_in_last_step_ = now.replicas_per_worker - saved.real_pieces.back();
+      agreement_step_ = saved.agreement_step;
+      finished_ = saved.finished;
+      if (saved.batch) batch_ = std::move(saved.batch);
+      for (auto& [error, ranges] : saved.pending)
+        pending_.push_back(Step{std::move(error), std::move(ranges)});
+      return absl::OkStatus();
+    }
+    // Another number of replicas: the steps not consumed become the input again, ahead of the restored
+    // input, and are split by this distribution's rule. A rebatched step's pieces tile its input batch in
+    // order; a from-function step's pieces are consecutive elements.
+    agreement_step_ = saved.consumed_steps;
+    for (size_t i = 0; i < saved.steps.size(); ++i) {
+      std::vector<Item>& step = saved.steps[i];
+      const auto real = static_cast<size_t>(saved.real_pieces[i]);
+      if (config_.mode == DistributeMode::kFromFunction) {
+        for (size_t r = 0; r < real; ++r) carry_input_.push_back(std::move(step[r]));
+        continue;
+      }
+      if (!step.front().ok()) {
+        carry_input_.push_back(step.front().status());
+        continue;
+      }
+      if constexpr (IsBatchable<B>) {
+        std::vector<B> pieces;
+        for (size_t r = 0; r < real; ++r) {
+          if (!step[r].ok())
+            return absl::DataLossError("distributed checkpoint state: a step mixes data and errors");
+          pieces.push_back(std::move(*step[r]));
+        }
+        absl::StatusOr<B> batch = BatchTraits<B>::Concat(std::move(pieces));
+        if (!batch.ok()) return batch.status();
+        carry_input_.push_back(std::move(*batch));
+      }
+    }
+    return absl::OkStatus();
   }
 
   const DistributeConfig config_;
   IteratorContextPtr context_;
   ThreadPool* const pool_ = context_->pool;
   distribute::ReplicaQueues<Item> queues_;
+  const NodePtr<B> node_;
+  const uint64_t first_pass_;
   std::optional<Iterator<B>> input_;
 
   // Producer-only state.
@@ -466,6 +720,15 @@ class DistributedState {
   bool sampled_ = false;
   int64_t epoch_ = 0;
   bool agreed_end_ = false;  // read by Shutdown after the join
+  // Producer state that a save reads and changes while the producer is stopped (after the join).
+  std::vector<std::deque<Item>> carry_;  // per replica: pieces to deliver before new steps
+  std::vector<int64_t> pushed_;          // per replica: pieces delivered (from the saved step on a restore)
+  int64_t agreement_step_ = 0;           // steps made from the input: the next step the workers agree on
+  int64_t fillers_in_last_step_ = 0;     // empty pieces the last step made was padded with
+  bool finished_ = false;                // the producer delivered its last step and closed the queues
+  std::deque<Item> carry_input_;         // restored on another replica count: input before the input's own
+  std::atomic<bool> pause_requested_{false};
+  std::atomic<bool> saving_{false};
 
   std::atomic<int> access_{kUnclaimed};
   std::once_flag started_;
@@ -599,6 +862,18 @@ class DistributedIterator {
   // components when that step is an error.
   sluice::ElementSpec ElementSpec() { return state_->GetElementSpec(); }
 
+  // Checkpoint (docs/checkpoint.md, "Distributed iterators"): `co_await it.Save()` gives versioned bytes
+  // from which DistributedDataset::RestoreIterator makes an iterator that continues at the step after
+  // the last one consumed; steps already buffered for the replicas come out again there, and this
+  // iterator goes on as if nothing happened. The batch type needs an ElementCodec. Call it between steps:
+  // in per-replica use, no replica may be inside Next, and every replica must have taken the same number
+  // of steps (FailedPrecondition listing their steps otherwise). SaveBlocking() is for plain threads.
+  Task<absl::StatusOr<std::string>> Save() { return State::Save(state_); }
+  absl::StatusOr<std::string> SaveBlocking() { return SyncWait(Save()); }
+  // Save() written to `path` atomically (temporary file, fsync, rename).
+  Task<absl::Status> SaveToFile(std::string path) { return SaveStateToFile(state_, std::move(path)); }
+  absl::Status SaveToFileBlocking(std::string path) { return SyncWait(SaveToFile(std::move(path))); }
+
   // Range-for over the remaining steps (blocking); errors are elements.
   class InputIterator {
    public:
@@ -649,6 +924,12 @@ class DistributedIterator {
     return true;
   }
 
+  static Task<absl::Status> SaveStateToFile(std::shared_ptr<State> state, std::string path) {
+    absl::StatusOr<std::string> bytes = co_await State::Save(std::move(state));
+    if (!bytes.ok()) co_return bytes.status();
+    co_return WriteFileAtomically(path, *bytes);
+  }
+
   static Task<Result> NextStep(std::shared_ptr<State> state) {
     if (absl::Status claim = state->Claim(State::kWholeStep); !claim.ok()) co_return claim;
     state->Start();
@@ -683,6 +964,35 @@ class DistributedDataset {
   DistributedIterator<B> MakeIterator() const {
     const uint64_t epoch = epochs_->fetch_add(1, std::memory_order_relaxed);
     return DistributedIterator<B>(std::make_shared<detail::DistributedState<B>>(node_, *config_, epoch));
+  }
+
+  // An iterator that continues where a saved one stood (DistributedIterator::Save): at the step after the
+  // last one consumed, with the steps that were buffered for the replicas first. The distribution must
+  // be the same (workers, worker index, replicas) or, with one worker, may have another number of
+  // replicas: the saved global batches are then split by this distribution's rule (from a function, the
+  // saved elements are dealt out again in order). The pipeline must be the one saved (FailedPrecondition
+  // naming the first differing op); corrupt bytes are DataLoss. The next MakeIterator() starts the epoch
+  // after the restored one.
+  absl::StatusOr<DistributedIterator<B>> RestoreIterator(std::string_view state) const {
+    static_assert(HasElementCodec<B>,
+                  "DistributedDataset::RestoreIterator: the batch type needs an ElementCodec");
+    absl::StatusOr<distribute::DistributedCheckpoint<B>> saved =
+        distribute::DecodeDistributedCheckpoint<B>(state);
+    if (!saved.ok()) return saved.status();
+    const uint64_t next_epoch = saved->first_pass + 1;
+    absl::StatusOr<std::shared_ptr<detail::DistributedState<B>>> restored =
+        detail::DistributedState<B>::Restore(node_, *config_, std::move(*saved));
+    if (!restored.ok()) return restored.status();
+    uint64_t epochs = epochs_->load(std::memory_order_relaxed);
+    while (epochs < next_epoch &&
+           !epochs_->compare_exchange_weak(epochs, next_epoch, std::memory_order_relaxed)) {
+    }
+    return DistributedIterator<B>(std::move(*restored));
+  }
+  absl::StatusOr<DistributedIterator<B>> RestoreIteratorFromFile(const std::string& path) const {
+    absl::StatusOr<std::string> state = ReadCheckpointFile(path);
+    if (!state.ok()) return state.status();
+    return RestoreIterator(*state);
   }
 
   // Global steps an iterator of this worker yields: the input's batches (one step each; with OFF or FILE

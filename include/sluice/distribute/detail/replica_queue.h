@@ -287,6 +287,13 @@ class ReplicaQueue {
     consumer_parked_.store(false, std::memory_order_relaxed);
   }
 
+  // Undoes Close() on a queue that nobody is pushing to or popping from: a checkpoint save that took the
+  // buffered elements out of a finished producer's queues hands them back through them.
+  void Reopen() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_.store(false, std::memory_order_seq_cst);
+  }
+
   bool closed() const { return closed_.load(std::memory_order_acquire); }
   // Whether a pop / a push is parked right now (a snapshot, for tests and stats).
   bool pop_waiting() const {
@@ -409,6 +416,9 @@ class ReplicaQueues {
   // Closes every queue: each replica drains what it has, then sees the end.
   void Close() {
     for (auto& queue : queues_) queue->Close();
+  }
+  void Reopen() {
+    for (auto& queue : queues_) queue->Reopen();
   }
 
  private:
