@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps-per-epoch", config.max_steps_per_epoch,
                  "stop each epoch after N steps (default: whole epochs)")
       ->type_name("N");
+  app.add_option("--checkpoint-dir", config.checkpoint_dir,
+                 "save the model, the optimizer and the input's position here every --checkpoint-every steps")
+      ->type_name("DIR");
+  app.add_option("--checkpoint-every", config.checkpoint_every, "steps between checkpoints")
+      ->type_name("N")
+      ->capture_default_str();
+  app.add_flag(
+      "--resume", config.resume,
+      "continue from --checkpoint-dir's checkpoint, on exactly the batches the uninterrupted run would see");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

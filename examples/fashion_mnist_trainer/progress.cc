@@ -52,7 +52,18 @@ double EpochProgress::elapsed_seconds() const {
 
 double EpochProgress::images_per_second() const {
   const double seconds = elapsed_seconds();
-  return seconds > 0.0 ? static_cast<double>(images_) / seconds : 0.0;
+  return seconds > 0.0 ? static_cast<double>(images_ - resumed_images_) / seconds : 0.0;
+}
+
+void EpochProgress::Resume(int64_t images, double loss_sum) {
+  if (images <= 0) return;
+  images_ += images;
+  resumed_images_ += images;
+  loss_sum_ += loss_sum;
+  if (options_.total_images > 0) {
+    const double fraction = static_cast<double>(images_) / options_.total_images;
+    while (next_log_index_ * options_.log_every_fraction <= fraction + 1e-12) ++next_log_index_;
+  }
 }
 
 std::string EpochProgress::StatusLine() const {

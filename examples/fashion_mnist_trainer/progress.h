@@ -89,7 +89,12 @@ class EpochProgress {
   // Later calls do nothing.
   void Finish(std::optional<double> test_accuracy = std::nullopt, std::optional<double> test_loss = std::nullopt);
 
+  // Continues an epoch a checkpoint stopped in: `images` already trained with `loss_sum` (mean loss times
+  // images) count towards the epoch's totals and mean loss, not towards this run's rate.
+  void Resume(int64_t images, double loss_sum);
+
   int64_t images() const { return images_; }
+  double loss_sum() const { return loss_sum_; }
   double mean_loss() const { return images_ > 0 ? loss_sum_ / static_cast<double>(images_) : 0.0; }
   double elapsed_seconds() const;
   double images_per_second() const;
@@ -107,6 +112,7 @@ class EpochProgress {
   int64_t last_draw_ns_;
   int64_t last_log_ns_;
   int64_t images_ = 0;
+  int64_t resumed_images_ = 0;  // images_ trained before a resume (Resume)
   double loss_sum_ = 0.0;
   int next_log_index_ = 1;  // log once images / total reaches next_log_index_ * log_every_fraction
   size_t drawn_width_ = 0;  // length of the in-place line, to blank leftovers when it shrinks

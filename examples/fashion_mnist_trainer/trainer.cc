@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -21,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint.h"
 #include "model.h"
 #include "progress.h"
 #include "sluice/distribute.h"
@@ -102,6 +105,12 @@ struct EpochState {
   EpochProgress* progress;
   WaitTracker* waits;
   int64_t max_steps;
+  // Runs after the optimizer step when a checkpoint is due (every `checkpoint_every` steps in all), with
+  // every replica waiting at the barrier, so none is inside its iterator's Next.
+  std::function<absl::Status()> checkpoint;
+  int64_t checkpoint_every = 0;
+  int64_t steps_before_epoch = 0;
+  int64_t stop_after_steps = -1;
   std::vector<std::vector<float>> gradients;  // gradients[r]: replica r's mean gradient of this step
   std::vector<int64_t> batch_sizes;
   std::vector<float> losses;
@@ -161,6 +170,17 @@ struct ApplyStep {
     if (images > 0) state->progress->Update(images, loss_sum / static_cast<double>(images));
     if (state->max_steps >= 0 && state->steps >= state->max_steps)
       state->stop.store(true, std::memory_order_release);
+    const int64_t total_steps = state->steps_before_epoch + state->steps;
+    if (state->checkpoint && state->checkpoint_every > 0 && total_steps % state->checkpoint_every == 0) {
+      if (absl::Status saved = state->checkpoint(); !saved.ok()) {
+        state->Fail(std::move(saved));
+        return;
+      }
+    }
+    if (total_steps == state->stop_after_steps) {
+      state->Fail(
+          absl::AbortedError(absl::StrCat("stopped after ", total_steps, " steps (stop_after_steps)")));
+    }
   }
 };
 
@@ -302,6 +322,23 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   const float base_rate = config.learning_rate > 0 ? config.learning_rate : DefaultLearningRate(*model);
   SgdMomentum optimizer{
       .learning_rate = base_rate, .momentum = kDefaultMomentum, .weight_decay = DefaultWeightDecay(*model)};
+  const bool checkpointing = !config.checkpoint_dir.empty();
+  const std::string checkpoint_path = checkpointing ? TrainerCheckpointPath(config.checkpoint_dir) : "";
+  std::optional<TrainerCheckpoint> resumed;
+  if (config.resume) {
+    if (!checkpointing) return absl::InvalidArgumentError("resume needs a checkpoint directory");
+    absl::StatusOr<TrainerCheckpoint> read = ReadTrainerCheckpoint(checkpoint_path, config);
+    if (!read.ok()) return read.status();
+    if (read->parameters.size() != model->parameters().size() ||
+        (!read->velocity.empty() && read->velocity.size() != read->parameters.size())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the checkpoint at ", checkpoint_path, " holds ", read->parameters.size(),
+                       " parameters, the model has ", model->parameters().size()));
+    }
+    std::copy(read->parameters.begin(), read->parameters.end(), model->parameters().begin());
+    optimizer.velocity = read->velocity;
+    resumed = std::move(*read);
+  }
   sluice::MirroredStrategy strategy(config.replicas);
   sluice::DistributeOptions distribute_options;
   distribute_options.iterator_options.deterministic = config.deterministic;
@@ -316,7 +353,17 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
   SteadyProgressClock clock;
   double train_seconds = 0.0;
   int64_t images = 0;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+  int first_epoch = 0;
+  if (resumed) {
+    first_epoch = static_cast<int>(resumed->epoch);
+    result.epochs = resumed->finished;
+    result.steps = resumed->steps_before_epoch;
+    train_seconds = resumed->train_seconds;
+    images = resumed->images;
+    out << "resuming from " << checkpoint_path << ": epoch " << first_epoch + 1 << ", step "
+        << resumed->epoch_steps << " of it\n";
+  }
+  for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
     optimizer.learning_rate = CosineLearningRate(base_rate, epoch, config.epochs);
     int64_t epoch_images = train_records;
     if (config.max_steps_per_epoch >= 0) {
@@ -328,10 +375,43 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
                             .total_images = epoch_images,
                             .interactive = config.interactive});
     EpochState state(model.get(), &optimizer, &progress, &waits, config.replicas, config.max_steps_per_epoch);
+    state.steps_before_epoch = result.steps;
+    state.stop_after_steps = config.stop_after_steps;
+    const bool resuming = resumed && epoch == first_epoch;
+    if (resuming) {
+      state.steps = resumed->epoch_steps;
+      progress.Resume(resumed->epoch_images, resumed->epoch_loss_sum);
+      // Saved at the epoch's last step: the uninterrupted run stopped there.
+      if (config.max_steps_per_epoch >= 0 && state.steps >= config.max_steps_per_epoch) state.stop = true;
+    }
     StepBarrier barrier(config.replicas, ApplyStep{&state});
     {
       // Destroyed after the replica threads are joined: it cancels what the fan-out still has in flight.
-      sluice::DistributedIterator<ImageLabelBatch> input = distributed.MakeIterator();
+      absl::StatusOr<sluice::DistributedIterator<ImageLabelBatch>> made =
+          resuming ? distributed.RestoreIterator(resumed->input) : distributed.MakeIterator();
+      if (!made.ok()) return made.status();
+      sluice::DistributedIterator<ImageLabelBatch>& input = *made;
+      if (checkpointing) {
+        state.checkpoint_every = config.checkpoint_every;
+        state.checkpoint = [&, epoch]() -> absl::Status {
+          absl::StatusOr<std::string> saved = input.SaveBlocking();
+          if (!saved.ok()) return saved.status();
+          TrainerCheckpoint c;
+          c.settings = TrainerSettings(config);
+          c.epoch = epoch;
+          c.epoch_steps = state.steps;
+          c.epoch_images = progress.images();
+          c.epoch_loss_sum = progress.loss_sum();
+          c.steps_before_epoch = state.steps_before_epoch;
+          c.train_seconds = train_seconds;
+          c.images = images;
+          c.finished = result.epochs;
+          c.parameters.assign(model->parameters().begin(), model->parameters().end());
+          c.velocity = optimizer.velocity;
+          c.input = std::move(*saved);
+          return WriteTrainerCheckpoint(checkpoint_path, c);
+        };
+      }
       std::vector<std::thread> threads;
       threads.reserve(static_cast<size_t>(config.replicas));
       for (int r = 0; r < config.replicas; ++r) {
@@ -352,6 +432,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, std::ostream& out
         });
       }
       for (std::thread& t : threads) t.join();
+      state.checkpoint = nullptr;  // it refers to `input`
     }
     if (!state.error.ok()) return state.error;
     if (state.out_of_memory.load(std::memory_order_relaxed)) {

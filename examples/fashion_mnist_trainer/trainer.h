@@ -73,6 +73,15 @@ struct TrainerConfig {
   // its workers (distributed_epoch, one shard per split; workers must link the trainer's registrations,
   // e.g. `fashion_mnist_trainer worker`); shuffle and batch stay here. Empty: everything runs here.
   std::string dispatcher;
+  // Checkpoints (docs/checkpoint.md): every `checkpoint_every` steps the model, the optimizer and the input
+  // iterator's position are saved under checkpoint_dir; with `resume` the run continues from there and
+  // trains on exactly the batches the uninterrupted run would have (same seed and settings; the number
+  // of replicas may differ). Empty: no checkpoints.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 100;
+  bool resume = false;
+  // Tests: end the run after this many steps in all, as a kill would (Aborted, nothing saved); -1: never.
+  int64_t stop_after_steps = -1;
 };
 
 struct EpochResult {

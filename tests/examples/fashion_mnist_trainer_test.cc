@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "examples/fashion_mnist_trainer/checkpoint.h"
 #include "examples/fashion_mnist_trainer/model.h"
 #include "examples/fashion_mnist_trainer/trainer.h"
 #include "gtest/gtest.h"
@@ -110,6 +112,65 @@ TEST_F(TrainerTest, SameSeedSameResult) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(a->epochs[0].mean_loss, c->epochs[0].mean_loss);
   EXPECT_EQ(a->epochs[0].test_accuracy, c->epochs[0].test_accuracy);
+}
+
+// A run killed between checkpoints and resumed ends with the weights, losses and accuracies of the
+// uninterrupted run: the input restarts exactly after the last checkpointed step.
+TEST_F(TrainerTest, KilledRunResumesExactly) {
+  TrainerConfig config = SmallConfig();
+  config.max_steps_per_epoch = 15;
+  std::ostringstream log_a;
+  absl::StatusOr<TrainResult> uninterrupted = Train(config, log_a);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status();
+
+  config.checkpoint_dir = sluice::testing_util::TempPath("trainer_checkpoint");
+  config.checkpoint_every = 4;
+  config.stop_after_steps = 22;  // epoch 2, step 7; the last checkpoint is at step 20
+  std::ostringstream log_b;
+  absl::StatusOr<TrainResult> killed = Train(config, log_b);
+  ASSERT_EQ(killed.status().code(), absl::StatusCode::kAborted) << killed.status();
+
+  config.stop_after_steps = -1;
+  config.resume = true;
+  std::ostringstream log_c;
+  absl::StatusOr<TrainResult> resumed = Train(config, log_c);
+  ASSERT_TRUE(resumed.ok()) << resumed.status() << "\n" << log_c.str();
+  EXPECT_NE(log_c.str().find("resuming from"), std::string::npos) << log_c.str();
+  EXPECT_EQ(resumed->steps, uninterrupted->steps);
+  ASSERT_EQ(resumed->epochs.size(), uninterrupted->epochs.size());
+  for (size_t e = 0; e < resumed->epochs.size(); ++e) {
+    EXPECT_EQ(resumed->epochs[e].images, uninterrupted->epochs[e].images) << e;
+    EXPECT_EQ(resumed->epochs[e].mean_loss, uninterrupted->epochs[e].mean_loss) << e;
+    EXPECT_EQ(resumed->epochs[e].test_accuracy, uninterrupted->epochs[e].test_accuracy) << e;
+    EXPECT_EQ(resumed->epochs[e].test_loss, uninterrupted->epochs[e].test_loss) << e;
+  }
+
+  // On 3 replicas the global batches are the same; the float sums associate differently.
+  config.replicas = 3;
+  std::ostringstream log_d;
+  absl::StatusOr<TrainResult> three = Train(config, log_d);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->steps, uninterrupted->steps);
+  EXPECT_NEAR(three->epochs.back().mean_loss, uninterrupted->epochs.back().mean_loss, 1e-3);
+
+  // Other settings, or a damaged file, are refused rather than trained on.
+  config.seed += 1;
+  std::ostringstream log_e;
+  EXPECT_EQ(Train(config, log_e).status().code(), absl::StatusCode::kFailedPrecondition);
+  config.seed -= 1;
+  const std::string path = TrainerCheckpointPath(config.checkpoint_dir);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(bytes.size(), 100u);
+  bytes[bytes.size() / 2] ^= 0x10;
+  sluice::testing_util::WriteFile(path, bytes);
+  std::ostringstream log_f;
+  absl::Status damaged = Train(config, log_f).status();
+  EXPECT_EQ(damaged.code(), absl::StatusCode::kDataLoss) << damaged;
+  std::filesystem::remove_all(config.checkpoint_dir);
 }
 
 // --dispatcher: reading, parsing and decoding on two data-service workers; every image still comes once
