@@ -69,7 +69,7 @@ SLUICE_EXPORT std::string FrameDistributedCheckpoint(std::string_view body);
 SLUICE_EXPORT absl::StatusOr<std::string_view> UnframeDistributedCheckpoint(std::string_view bytes);
 
 template <class B>
-std::string EncodeDistributedCheckpoint(const DistributedCheckpoint<B>& saved) {
+std::string EncodeDistributedCheckpointBody(const DistributedCheckpoint<B>& saved) {
   std::string body;
   ElementCodec<std::string>::Encode(std::string(ElementTypeName<B>()), &body);
   const DistributedTopology& t = saved.topology;
@@ -91,14 +91,17 @@ std::string EncodeDistributedCheckpoint(const DistributedCheckpoint<B>& saved) {
     ElementCodec<absl::Status>::Encode(error, &body);
     ElementCodec<std::vector<std::pair<int64_t, int64_t>>>::Encode(ranges, &body);
   }
-  return FrameDistributedCheckpoint(body);
+  return body;
 }
 
 template <class B>
-absl::StatusOr<DistributedCheckpoint<B>> DecodeDistributedCheckpoint(std::string_view bytes) {
-  absl::StatusOr<std::string_view> body = UnframeDistributedCheckpoint(bytes);
-  if (!body.ok()) return body.status();
-  std::string_view in = *body;
+std::string EncodeDistributedCheckpoint(const DistributedCheckpoint<B>& saved) {
+  return FrameDistributedCheckpoint(EncodeDistributedCheckpointBody(saved));
+}
+
+// The body alone (behind the frame's checksum); fuzz/distributed_checkpoint_fuzzer.cc calls it directly.
+template <class B>
+absl::StatusOr<DistributedCheckpoint<B>> DecodeDistributedCheckpointBody(std::string_view in) {
   auto corrupt = [](const absl::Status& why) {
     return absl::DataLossError(absl::StrCat("distributed checkpoint state does not decode: ", why.message()));
   };
@@ -149,6 +152,13 @@ absl::StatusOr<DistributedCheckpoint<B>> DecodeDistributedCheckpoint(std::string
     }
   }
   return saved;
+}
+
+template <class B>
+absl::StatusOr<DistributedCheckpoint<B>> DecodeDistributedCheckpoint(std::string_view bytes) {
+  absl::StatusOr<std::string_view> body = UnframeDistributedCheckpoint(bytes);
+  if (!body.ok()) return body.status();
+  return DecodeDistributedCheckpointBody<B>(*body);
 }
 
 }  // namespace sluice::distribute
