@@ -28,6 +28,7 @@ namespace sluice {
 namespace {
 
 using checkpoint_testing::Elements;
+using checkpoint_testing::GeneratedRange;
 using checkpoint_testing::MaybeFail;
 using checkpoint_testing::Pull;
 using checkpoint_testing::Show;
@@ -578,9 +579,10 @@ TEST(CheckpointTest, UncoveredOpsFailNamingOpAndPath) {
   expect_unsupported(Range(10).Map([](int64_t x) { return Opaque{x}; }, 2).Map([](Opaque o) { return o.x; }),
                      "checkpointing ParallelMap at /0 is not supported yet");
   // An inner dataset holding an uncovered op: the slot's error names it, and the Interleave.
-  expect_unsupported(Range(3).Interleave([](int64_t x) { return Range(x + 1).Cache(); }, 2, 1),
-                     "Interleave at /, cycle slot 0: checkpointing Cache at / is not supported yet");
-  expect_unsupported(Range(10).Cache(), "checkpointing Cache at / is not supported yet");
+  expect_unsupported(
+      Range(3).Interleave([](int64_t x) { return GeneratedRange(x + 1).Map(MaybeFail); }, 2, 1),
+      "Interleave at /, cycle slot 0: checkpointing FromGenerator at /0 is not supported yet");
+  expect_unsupported(GeneratedRange(10), "checkpointing FromGenerator at / is not supported yet");
   int64_t n = 0;
   expect_unsupported(FromGenerator([&n] {
                        return [&n]() -> std::optional<int64_t> {
@@ -595,7 +597,7 @@ TEST(CheckpointTest, UncoveredOpsFailNamingOpAndPath) {
   expect_unsupported(Range(10).Map([](int64_t x) { return NoCodec{x}; }).Shuffle(4, 1),
                      "checkpointing Shuffle at / is not supported yet");
   // A failed save leaves the iterator usable.
-  auto ds = Range(10).Cache();
+  auto ds = GeneratedRange(10);
   auto it = ds.MakeIterator();
   EXPECT_FALSE(it.SaveBlocking().ok());
   EXPECT_EQ(Pull(it, 100).size(), 10u);
