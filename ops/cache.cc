@@ -110,7 +110,8 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename
     ::unlink(lock.c_str());
     return std::unique_ptr<Writer>();
   }
-  int fd = ::open(filename.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  // Read-write: a checkpoint reads the partial file back (Contents).
+  int fd = ::open(filename.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0) {
     absl::Status status = ErrnoError(errno, "create cache file", filename);
     ::unlink(lock.c_str());
@@ -121,6 +122,54 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Open(const std::string& filename
   writer->buffer_.append(kDataMagic, sizeof(kDataMagic));
   EncodeElementStreamHeader(element_type, &writer->buffer_);
   return writer;
+}
+
+absl::StatusOr<std::unique_ptr<Writer>> Writer::Resume(const std::string& filename,
+                                                       std::string_view element_type,
+                                                       std::string_view contents, uint64_t records) {
+  // The contents are checked before the lock is taken, so a bad state leaves the files alone.
+  std::string header(kDataMagic, sizeof(kDataMagic));
+  EncodeElementStreamHeader(element_type, &header);
+  if (contents.substr(0, header.size()) != header) {
+    return absl::DataLossError("the partial cache file does not start with this cache's header");
+  }
+  uint64_t offset = header.size();
+  uint64_t count = 0;
+  while (offset < contents.size()) {
+    const uint64_t left = contents.size() - offset;
+    if (left < kRecordOverhead) return absl::DataLossError(absl::StrCat("truncated record at ", offset));
+    const uint64_t length = GetU64(contents.data() + offset);
+    if (length > left - kRecordOverhead) return absl::DataLossError(absl::StrCat("bad length at ", offset));
+    const char* payload = contents.data() + offset + 8;
+    if (io::UnmaskCrc(GetU32(payload + length)) != io::Crc32c(payload, static_cast<size_t>(length))) {
+      return absl::DataLossError(absl::StrCat("record checksum mismatch at ", offset));
+    }
+    offset += kRecordOverhead + length;
+    ++count;
+  }
+  if (count != records) return absl::DataLossError(absl::StrCat(count, " records, ", records, " expected"));
+  absl::StatusOr<std::unique_ptr<Writer>> writer = Open(filename, element_type);
+  if (!writer.ok() || *writer == nullptr) return writer;
+  (*writer)->buffer_.assign(contents.data(), contents.size());  // in place of the header Open put there
+  (*writer)->records_ = records;
+  return writer;
+}
+
+absl::StatusOr<std::string> Writer::Contents() const {
+  if (!open_) {
+    return absl::FailedPreconditionError(absl::StrCat("Cache: writer for '", filename_, "' is closed"));
+  }
+  std::string out(static_cast<size_t>(bytes_), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd_, out.data() + got, out.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(errno, "read back cache file", filename_);
+    if (n == 0) return DataLoss(filename_, got, "shorter than what was written");
+    got += static_cast<size_t>(n);
+  }
+  out += buffer_;
+  return out;
 }
 
 Writer::~Writer() { Abandon(); }

@@ -32,6 +32,7 @@ enum NodeField : uint32_t {
   kNextPass = 6,
   kHasRecord = 7,
   kState = 8,
+  kResource = 9,
 };
 
 // The full params, canonically: unlike DebugString nothing is elided, so any change shows in the hash.
@@ -142,6 +143,7 @@ absl::Status ParseNode(std::string_view bytes, CheckpointReader::Node* node) {
       if (field == kOp) node->op = std::string(text);
       if (field == kDisplay) node->display = std::string(text);
       if (field == kState) node->state = std::string(text);
+      if (field == kResource) node->resource = std::string(text);
     } else if (type == wire::kFixed64 && (field == kParamsHash || field == kSeed)) {
       ok = r.ReadFixed64(&number);
       if (field == kParamsHash) node->params_hash = number;
@@ -218,6 +220,9 @@ absl::StatusOr<std::string> EncodeCheckpoint(const std::shared_ptr<const OpNode>
       wire::AppendTag(&node, kNextPass, wire::kVarint);
       wire::AppendVarint(&node, record->next_pass);
     }
+    absl::StatusOr<std::optional<std::string>> resource = e.node->SaveResource(state);
+    if (!resource.ok()) return writer.Unsupported(e.path, std::string(resource.status().message()));
+    if (resource->has_value()) wire::AppendBytesField(&node, kResource, **resource);
     auto section = writer.sections().find(e.path);
     if (section != writer.sections().end()) wire::AppendBytesField(&node, kState, section->second);
     wire::AppendBytesField(&body, kNode, node);
@@ -318,7 +323,7 @@ absl::StatusOr<CheckpointReader> CheckpointReader::Parse(std::string_view bytes,
   return reader;
 }
 
-void CheckpointReader::RestoreRecords(IteratorState* state) const {
+absl::Status CheckpointReader::RestoreRecords(IteratorState* state) const {
   const std::vector<GraphEntry> graph = WalkGraph(root_);
   for (const GraphEntry& e : graph) {
     const Node* saved = Find(e.path);
@@ -328,6 +333,15 @@ void CheckpointReader::RestoreRecords(IteratorState* state) const {
     record.next_pass = saved->next_pass;
     state->Restore(IteratorState::NodeKey{e.node.get(), e.node}, record);
   }
+  // After the records: a resource may live in the node's entry.
+  for (const GraphEntry& e : graph) {
+    const Node* saved = Find(e.path);
+    if (saved == nullptr || !saved->resource.has_value()) continue;
+    if (absl::Status s = e.node->RestoreResource(state, *saved->resource); !s.ok()) {
+      return s.code() == absl::StatusCode::kDataLoss ? Corrupt(e.path, s) : s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool CheckpointReader::HasState(std::string_view path) const {

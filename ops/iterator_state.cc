@@ -80,6 +80,16 @@ std::shared_ptr<void> IteratorState::ResourceErased(const NodeKey& key, const st
   return entry.resource;
 }
 
+std::shared_ptr<void> IteratorState::FindResourceErased(const OpNode& node,
+                                                        const std::type_info& type) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(&node);
+  if (it == entries_.end() || it->second.Stale()) return nullptr;
+  const Entry& entry = it->second;
+  if (entry.resource_type == nullptr || *entry.resource_type != type) return nullptr;
+  return entry.resource;
+}
+
 std::optional<IteratorState::NodeRecord> IteratorState::Find(const OpNode& node) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(&node);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,16 @@ inline Elements Sorted(Elements e) {
 inline absl::StatusOr<int64_t> MaybeFail(int64_t x) {
   if (x % 11 == 7) return absl::InvalidArgumentError(absl::StrCat("seven mod eleven: ", x));
   return x * 3 + 1;
+}
+
+// 0, 1, ..., n - 1 from a FromGenerator, an op that cannot be saved (its state is the callable's).
+inline Dataset<int64_t> GeneratedRange(int64_t n) {
+  return FromGenerator([n] {
+    return [n, i = int64_t{0}]() mutable -> std::optional<int64_t> {
+      if (i >= n) return std::nullopt;
+      return i++;
+    };
+  });
 }
 
 }  // namespace sluice::checkpoint_testing

@@ -26,6 +26,7 @@ namespace sluice {
 namespace {
 
 using checkpoint_testing::Elements;
+using checkpoint_testing::GeneratedRange;
 using checkpoint_testing::MaybeFail;
 using checkpoint_testing::Pull;
 using checkpoint_testing::Show;
@@ -322,8 +323,8 @@ TEST(CheckpointParallelTest, ParallelBatchInsideFlatMapEveryCut) {
   }
 }
 
-// A save that fails below a parallel op (an uncovered Cache) still paused and resumed its workers: the
-// error names the uncovered op and its path, and the iterator goes on with exactly the rest.
+// A save that fails below a parallel op (an uncovered FromGenerator) still paused and resumed its workers:
+// the error names the uncovered op and its path, and the iterator goes on with exactly the rest.
 TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
   auto sum = [](std::vector<int64_t> batch) {
     int64_t s = 0;
@@ -335,10 +336,14 @@ TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
     std::string error;
   };
   std::vector<Case> cases = {
-      {Range(2000).Cache().Map(MaybeFail, 3, true), "checkpointing Cache at /0 is not supported yet"},
-      {Range(2000).Cache().Batch(4, false, 2).Map(sum), "checkpointing Cache at /0/0 is not supported yet"},
-      {Range(6).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 9).Cache(); }, 2, 1, 2, true),
-       "ParallelInterleave at /, cycle slot 0: checkpointing Cache at / is not supported yet"},
+      {GeneratedRange(2000).Map(MaybeFail, 3, true),
+       "checkpointing FromGenerator at /0 is not supported yet"},
+      {GeneratedRange(2000).Batch(4, false, 2).Map(sum),
+       "checkpointing FromGenerator at /0/0 is not supported yet"},
+      {Range(6).Interleave(
+           [](int64_t x) { return GeneratedRange(9).Map([x](int64_t y) { return x * 10 + y; }); }, 2, 1, 2,
+           true),
+       "ParallelInterleave at /, cycle slot 0: checkpointing FromGenerator at /0 is not supported yet"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.error);

@@ -655,7 +655,7 @@ class DistributedState {
     }
     absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(saved.input, node_);
     if (!reader.ok()) return reader.status();
-    reader->RestoreRecords(context_->state.get());
+    if (absl::Status s = reader->RestoreRecords(context_->state.get()); !s.ok()) return s;
     absl::StatusOr<std::unique_ptr<Stream<B>>> stream =
         node_->RestoreStream(context_, *reader, std::string(kRootNodePath));
     if (!stream.ok()) return stream.status();

@@ -27,6 +27,8 @@
 // - Cardinality: unknown (as tf.data's group_by_window).
 // - Threading/cancellation: synchronous; polls its input inline; element_length_func runs on the
 //   consumer's thread.
+// - Checkpoints (docs/checkpoint.md): saves and restores exactly: every bucket's elements, the flush
+//   position and the input's state. element_length_func must keep no state of its own.
 //
 //   // Sequences of lengths 1..9 into buckets [0,3) [3,6) [6,inf) with batch sizes 2, 2, 3.
 //   auto batches = sequences.BucketBySequenceLength([](const Tensor& t) { return t.shape().dim(0); },
@@ -104,6 +106,48 @@ class BucketBySequenceLengthNode final : public Node<Batched<T>> {
   std::unique_ptr<Stream<B>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<BucketStream>(input_->MakeStream(std::move(context)), f_, options_);
   }
+  // State: element index, batch index, input ended, next bucket to flush, each bucket's elements; the
+  // input at /0 unless it ended.
+  absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      int64_t element_index = 0;
+      int64_t batch_index = 0;
+      bool ended = false;
+      uint64_t flush = 0;
+      std::vector<std::vector<T>> buckets;
+      if (absl::Status s = reader.ReadState(path, &element_index, &batch_index, &ended, &flush, &buckets);
+          !s.ok()) {
+        return s;
+      }
+      const std::vector<int64_t>& sizes = options_->bucket_batch_sizes;
+      bool consistent = buckets.size() == sizes.size() && flush <= sizes.size() && element_index >= 0 &&
+                        batch_index >= 0 && (ended || flush == 0);
+      for (size_t i = 0; consistent && i < buckets.size(); ++i) {
+        consistent = static_cast<int64_t>(buckets[i].size()) < sizes[i];
+      }
+      if (!consistent) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat(buckets.size(), " buckets, flush at ",
+                                                                     flush, " of ", sizes.size())));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (!ended) {
+        auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      auto stream = std::make_unique<BucketStream>(std::move(input), f_, options_);
+      stream->element_index_ = element_index;
+      stream->batch_index_ = batch_index;
+      stream->ended_ = ended;
+      stream->flush_ = static_cast<size_t>(flush);
+      stream->buckets_ = std::move(buckets);
+      return stream;
+    }
+  }
 
  private:
   class BucketStream final : public Stream<B> {
@@ -168,7 +212,17 @@ class BucketBySequenceLengthNode final : public Node<Batched<T>> {
       }
       return PollState::kEnd;
     }
-    Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<B>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<B>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        writer->WriteState(path, element_index_, batch_index_, ended_, static_cast<uint64_t>(flush_),
+                           buckets_);
+        if (ended_) return Stream<B>::SaveResult(absl::OkStatus());
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
     absl::StatusOr<int64_t> LengthOf(int64_t index, const T& element) {
@@ -229,15 +283,17 @@ class BucketBySequenceLengthNode final : public Node<Batched<T>> {
       }
     }
 
-    std::unique_ptr<Stream<T>> input_;
+    std::unique_ptr<Stream<T>> input_;  // null in a stream restored after its input ended
     F f_;
     std::shared_ptr<const BucketOptions> options_;
+    absl::StatusOr<T> in_;
+
+   public:  // set by RestoreStream; declared after options_, which buckets_ is sized from
     std::vector<std::vector<T>> buckets_;
     bool ended_ = false;
-    size_t flush_ = 0;          // next bucket to flush once the input is over
+    size_t flush_ = 0;  // next bucket to flush once the input is over
     int64_t element_index_ = 0;
     int64_t batch_index_ = 0;
-    absl::StatusOr<T> in_;
   };
 
   NodePtr<T> input_;

@@ -42,6 +42,10 @@
 // - Threading: several iterators may run at once (publication of the memory cache is under a mutex, the
 //   file cache is guarded by its lockfile); each stream has one consumer at a time, as every Stream.
 //
+// - Checkpoints (docs/checkpoint.md): save and restore exactly. A memory cache saves its published
+//   contents (as tf.data's memory cache does) and the elements its writing pass has cached so far; a file
+//   cache saves the elements it has read, or the partial file it is writing, with the input's state.
+//
 //   auto ds = TFRecord(files).Map(Parse).Cache().Repeat(5);  // epochs 2-5 of an iterator come from memory
 //   auto on_disk = Range(1000).Cache("/tmp/range.cache");   // later runs read the file
 #ifndef SLUICE_OPS_CACHE_H_
@@ -83,6 +87,12 @@ class SLUICE_EXPORT Writer {
   // the cache was completed by another writer before the lock was taken (read it instead). The file
   // starts with an element stream header naming `element_type` (sluice/ops/element_codec.h).
   static absl::StatusOr<std::unique_ptr<Writer>> Open(const std::string& filename, std::string_view element_type);
+  // A writer that continues a partial cache a checkpoint saved: `contents` (as Contents() gave them,
+  // holding `records` records) become the start of the file. DataLoss when they are not such a partial
+  // file; otherwise what Open returns.
+  static absl::StatusOr<std::unique_ptr<Writer>> Resume(const std::string& filename,
+                                                        std::string_view element_type,
+                                                        std::string_view contents, uint64_t records);
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -92,6 +102,9 @@ class SLUICE_EXPORT Writer {
   absl::Status Finish();
   // Drops the partial cache and releases the lock (what the destructor does).
   void Abandon();
+  // Everything appended so far, header included, as the finished file would start (for a checkpoint).
+  absl::StatusOr<std::string> Contents() const;
+  uint64_t records() const { return records_; }
 
  private:
   Writer(std::string filename, int fd) : filename_(std::move(filename)), fd_(fd) {}
@@ -120,6 +133,8 @@ class SLUICE_EXPORT Reader {
   absl::StatusOr<std::optional<std::string_view>> Next();
   // Offset of the record Next() returned last.
   uint64_t record_offset() const { return record_offset_; }
+  // Records in the file, as its index says.
+  uint64_t records() const { return records_; }
   const std::string& filename() const { return filename_; }
 
  private:
@@ -162,9 +177,7 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     if (filename_.empty()) {
-      const IteratorState::NodeKey key{this, this->weak_from_this()};
-      std::shared_ptr<MemoryCacheState<T>> memory = context->state->template Resource<MemoryCacheState<T>>(
-          key, [] { return std::make_shared<MemoryCacheState<T>>(); });
+      std::shared_ptr<MemoryCacheState<T>> memory = Memory(*context);
       std::shared_ptr<const std::vector<T>> completed;
       {
         std::lock_guard<std::mutex> lock(memory->mu);
@@ -183,7 +196,98 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
     }
   }
 
+  // Checkpoints. Memory: a published cache is the node's resource, saved whether or not the node has a
+  // stream (a later pass replays it); a stream saves (kind, replay index, elements cached by this pass,
+  // input open), the input at /0 while open. File: see FileStream::Save.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      if (!filename_.empty()) {
+        auto stream = std::make_unique<FileStream>(input_, std::move(context), filename_);
+        if (absl::Status s = stream->Restore(reader, path); !s.ok()) return s;
+        return stream;
+      }
+      uint64_t kind = 0;
+      uint64_t next = 0;
+      std::vector<T> pending;
+      bool input_open = false;
+      if (absl::Status s = reader.ReadState(path, &kind, &next, &pending, &input_open); !s.ok()) return s;
+      std::shared_ptr<MemoryCacheState<T>> memory = Memory(*context);
+      if (kind == kReplaying) {
+        std::shared_ptr<const std::vector<T>> completed;
+        {
+          std::lock_guard<std::mutex> lock(memory->mu);
+          completed = memory->completed;
+        }
+        if (completed == nullptr || next > completed->size() || !pending.empty() || input_open) {
+          return reader.Corrupt(path, absl::DataLossError(absl::StrCat("replay at ", next, " of ",
+                                                                       completed ? completed->size() : 0)));
+        }
+        auto stream = std::make_unique<ReplayStream>(std::move(completed));
+        stream->next_ = static_cast<size_t>(next);
+        return stream;
+      }
+      if (kind != kWriting || next != 0) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("kind ", kind)));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (input_open) {
+        auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      auto stream = std::make_unique<MemoryWriteStream>(std::move(input), std::move(memory));
+      stream->pending_ = std::move(pending);
+      return stream;
+    }
+  }
+  absl::StatusOr<std::optional<std::string>> SaveResource(const IteratorState& state) const override {
+    if (!filename_.empty()) return std::nullopt;
+    std::shared_ptr<MemoryCacheState<T>> memory = state.template FindResource<MemoryCacheState<T>>(*this);
+    if (memory == nullptr) return std::nullopt;
+    std::shared_ptr<const std::vector<T>> completed;
+    {
+      std::lock_guard<std::mutex> lock(memory->mu);
+      completed = memory->completed;
+    }
+    if (completed == nullptr) return std::nullopt;
+    if constexpr (!HasElementCodec<T>) {
+      return absl::FailedPreconditionError("its cached elements have no ElementCodec");
+    } else {
+      std::string bytes;
+      EncodeElement(*completed, &bytes);
+      return bytes;
+    }
+  }
+  absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return absl::FailedPreconditionError("restoring a Cache of elements without an ElementCodec");
+    } else {
+      auto values = std::make_shared<std::vector<T>>();
+      if (absl::Status s = DecodeElement(bytes, values.get()); !s.ok()) return s;
+      if (!filename_.empty()) return absl::DataLossError("a file cache keeps no resource");
+      const IteratorState::NodeKey key{this, this->weak_from_this()};
+      std::shared_ptr<MemoryCacheState<T>> memory = state->template Resource<MemoryCacheState<T>>(
+          key, [] { return std::make_shared<MemoryCacheState<T>>(); });
+      std::lock_guard<std::mutex> lock(memory->mu);
+      if (!memory->completed) memory->completed = std::move(values);
+      return absl::OkStatus();
+    }
+  }
+
  private:
+  static constexpr uint64_t kWriting = 0;
+  static constexpr uint64_t kReplaying = 1;
+
+  std::shared_ptr<MemoryCacheState<T>> Memory(const IteratorContext& context) const {
+    const IteratorState::NodeKey key{this, this->weak_from_this()};
+    return context.state->template Resource<MemoryCacheState<T>>(
+        key, [] { return std::make_shared<MemoryCacheState<T>>(); });
+  }
+
   class ReplayStream final : public Stream<T> {
    public:
     explicit ReplayStream(std::shared_ptr<const std::vector<T>> values) : values_(std::move(values)) {}
@@ -192,9 +296,20 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
       *out = (*values_)[next_++];
       return PollState::kReady;
     }
+    // The values are the node's resource, saved with it.
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        writer->WriteState(path, kReplaying, static_cast<uint64_t>(next_), std::vector<T>(), false);
+        return Stream<T>::SaveResult(absl::OkStatus());
+      }
+    }
 
    private:
     std::shared_ptr<const std::vector<T>> values_;
+
+   public:  // set by RestoreStream
     size_t next_ = 0;
   };
 
@@ -216,10 +331,21 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
       return state;
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        writer->WriteState(path, kWriting, uint64_t{0}, pending_, input_ != nullptr);
+        if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
     std::shared_ptr<MemoryCacheState<T>> state_;
+
+   public:  // set by RestoreStream
     std::vector<T> pending_;
   };
 
@@ -248,9 +374,92 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
     Task<void> WaitReady() override {
       return mode_ == Mode::kWrite && input_ ? input_->WaitReady() : Stream<T>::WaitReady();
     }
+    // State: mode, elements read (kRead) and the file's record count, the partial file and its record
+    // count (kWrite while writing), a write error not yet yielded, input open; the input at /0 while
+    // open. A partial file is removed when its writer goes, so the state carries its bytes.
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      std::optional<std::string> partial;
+      uint64_t written = 0;
+      if (mode_ == Mode::kWrite && writer_) {
+        absl::StatusOr<std::string> contents = writer_->Contents();
+        if (!contents.ok()) return Stream<T>::SaveResult(AnnotateCache(contents.status()));
+        partial = std::move(*contents);
+        written = writer_->records();
+      }
+      const uint64_t file_records = mode_ == Mode::kRead ? reader_->records() : 0;
+      writer->WriteState(path, static_cast<uint64_t>(mode_), index_, file_records, partial, written,
+                         write_error_, input_ != nullptr);
+      if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
+      return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+
+    // Continues from what Save wrote at `path`. FailedPrecondition when the cache file a reading pass
+    // was saved from is gone or holds another number of elements.
+    absl::Status Restore(const CheckpointReader& reader, const std::string& path) {
+      uint64_t mode = 0;
+      int64_t index = 0;
+      uint64_t file_records = 0;
+      std::optional<std::string> partial;
+      uint64_t written = 0;
+      absl::Status write_error;
+      bool input_open = false;
+      if (absl::Status s = reader.ReadState(path, &mode, &index, &file_records, &partial, &written,
+                                            &write_error, &input_open);
+          !s.ok()) {
+        return s;
+      }
+      const bool writing = mode == static_cast<uint64_t>(Mode::kWrite);
+      if (mode > static_cast<uint64_t>(Mode::kEnded) || mode == static_cast<uint64_t>(Mode::kFailed) ||
+          index < 0 || (!writing && (partial || input_open || !write_error.ok())) ||
+          (partial && !input_open)) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("mode ", mode)));
+      }
+      mode_ = static_cast<Mode>(mode);
+      index_ = index;
+      if (mode_ == Mode::kRead) return RestoreRead(path, file_records);
+      if (!writing) return absl::OkStatus();
+      write_error_ = std::move(write_error);
+      if (input_open) {
+        auto restored = input_node_->RestoreStream(context_, reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input_ = std::move(*restored);
+      }
+      // A cache completed or locked by another writer meanwhile: this pass goes on without writing.
+      if (!partial || cache_file::IsComplete(filename_)) return absl::OkStatus();
+      absl::StatusOr<std::unique_ptr<cache_file::Writer>> resumed =
+          cache_file::Writer::Resume(filename_, ElementTypeName<T>(), *partial, written);
+      if (resumed.ok()) {
+        writer_ = std::move(*resumed);
+      } else if (resumed.status().code() == absl::StatusCode::kDataLoss) {
+        return reader.Corrupt(path, resumed.status());
+      } else if (resumed.status().code() != absl::StatusCode::kAlreadyExists && write_error_.ok()) {
+        write_error_ = AnnotateCache(resumed.status());  // as a write error: yielded once, then uncached
+      }
+      return absl::OkStatus();
+    }
 
    private:
     enum class Mode { kStart, kRead, kWrite, kFailed, kEnded };
+
+    absl::Status RestoreRead(const std::string& path, uint64_t file_records) {
+      auto fail = [&](const std::string& why) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("restoring Cache at ", path, ": the checkpoint was saved reading element ", index_,
+                         " of cache file '", filename_, "' (", file_records, " elements): ", why));
+      };
+      absl::StatusOr<std::unique_ptr<cache_file::Reader>> opened =
+          cache_file::Reader::Open(filename_, ElementTypeName<T>());
+      if (!opened.ok()) return fail(std::string(opened.status().message()));
+      reader_ = std::move(*opened);
+      if (reader_->records() != file_records || static_cast<uint64_t>(index_) > file_records) {
+        return fail(absl::StrCat("it now holds ", reader_->records()));
+      }
+      for (int64_t i = 0; i < index_; ++i) {
+        absl::StatusOr<std::optional<std::string_view>> record = reader_->Next();
+        if (!record.ok()) return fail(std::string(record.status().message()));
+      }
+      return absl::OkStatus();
+    }
 
     void Start(absl::StatusOr<T>* out) {
       if (!cache_file::IsComplete(filename_)) {

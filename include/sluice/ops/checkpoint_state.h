@@ -6,8 +6,9 @@
 // Contract:
 // - One section per node path (sluice/ops/node_path.h) of the pipeline's graph, holding the op name, its
 //   params (as DebugString shows them, for error messages), a hash of its full params, the node's
-//   IteratorState record (seed, next pass) and, when the node had a stream at the save, the op's state
-//   bytes. The op state is the op's own: values encoded one after another with ElementCodec.
+//   IteratorState record (seed, next pass), the node's resource when it keeps one (OpNode::SaveResource)
+//   and, when the node had a stream at the save, the op's state bytes. The op state is the op's own: values
+//   encoded one after another with ElementCodec.
 // - The whole state starts with "SLCK", the format version, and an XXH64 of the rest, so any truncation
 //   or bit flip is DataLoss before anything is decoded; then the root's element type and the graph
 //   fingerprint (XXH64 of the node list).
@@ -97,8 +98,9 @@ class SLUICE_EXPORT CheckpointReader {
   static absl::StatusOr<CheckpointReader> Parse(std::string_view bytes,
                                                 const std::shared_ptr<const OpNode>& root);
 
-  // Puts the saved seeds and pass counters of every node into `state` (a fresh iterator's).
-  void RestoreRecords(IteratorState* state) const;
+  // Puts the saved seeds and pass counters of every node into `state` (a fresh iterator's), then the
+  // nodes' resources (OpNode::RestoreResource). DataLoss naming the node when a resource is corrupt.
+  absl::Status RestoreRecords(IteratorState* state) const;
 
   // True when the node at `path` had a stream at the save and wrote a section.
   bool HasState(std::string_view path) const;
@@ -136,6 +138,7 @@ class SLUICE_EXPORT CheckpointReader {
     uint64_t next_pass = 0;
     bool has_record = false;
     std::optional<std::string> state;
+    std::optional<std::string> resource;  // OpNode::SaveResource's bytes
   };
   const std::vector<Node>& nodes() const { return nodes_; }
 

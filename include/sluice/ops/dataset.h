@@ -103,7 +103,7 @@ class Dataset {
     absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(state, node_);
     if (!reader.ok()) return reader.status();
     std::shared_ptr<IteratorContext> context = MakeContext(options);
-    reader->RestoreRecords(context->state.get());
+    if (absl::Status s = reader->RestoreRecords(context->state.get()); !s.ok()) return s;
     IteratorContextPtr shared = std::move(context);
     absl::StatusOr<std::unique_ptr<Stream<T>>> stream =
         node_->RestoreStream(shared, *reader, std::string(kRootNodePath));

@@ -184,7 +184,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       std::shared_ptr<const Node<U>> node = sub->node();
       absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(state, node);
       if (!reader.ok()) return reader.status();
-      reader->RestoreRecords(context_->state.get());
+      if (absl::Status s = reader->RestoreRecords(context_->state.get()); !s.ok()) return s;
       auto stream = node->RestoreStream(context_, *reader, std::string(kRootNodePath));
       if (!stream.ok()) return stream.status();
       slots_[i] = std::move(*stream);

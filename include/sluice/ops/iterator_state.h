@@ -14,8 +14,8 @@
 //   a new node may then take the same address; the weak reference tells the two apart, so the new node
 //   starts afresh (as a new definition always did). Entries of destroyed nodes are dropped as new ones
 //   arrive (amortised), so an iterator over millions of such inner datasets does not grow.
-// - The plain-data part of an entry (NodeRecord: seed, next pass) is what a checkpoint will save per node
-//   path (sluice/ops/node_path.h); resources are the op's to save.
+// - The plain-data part of an entry (NodeRecord: seed, next pass) is what a checkpoint saves per node
+//   path (sluice/ops/node_path.h); resources are the op's to save (OpNode::SaveResource).
 // - Threading: every member is thread-safe (one mutex; streams are made from pool threads too).
 //
 //   // In a node's MakeStream:
@@ -84,6 +84,12 @@ class SLUICE_EXPORT IteratorState {
     return std::static_pointer_cast<R>(ResourceErased(key, typeid(R), make_erased));
   }
 
+  // The node's resource of type R, or null when it has none; never makes one (a checkpoint's save).
+  template <class R>
+  std::shared_ptr<R> FindResource(const OpNode& node) const {
+    return std::static_pointer_cast<R>(FindResourceErased(node, typeid(R)));
+  }
+
   // The node's record, or nullopt when this iterator has not used the node (or only a destroyed node
   // at the same address).
   std::optional<NodeRecord> Find(const OpNode& node) const;
@@ -104,6 +110,7 @@ class SLUICE_EXPORT IteratorState {
   Entry& EntryLocked(const NodeKey& key);
   std::shared_ptr<void> ResourceErased(const NodeKey& key, const std::type_info& type,
                                        absl::FunctionRef<std::shared_ptr<void>()> make);
+  std::shared_ptr<void> FindResourceErased(const OpNode& node, const std::type_info& type) const;
 
   const uint64_t first_pass_;
   mutable std::mutex mu_;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -116,6 +117,20 @@ class SLUICE_EXPORT OpNode {
   // Why this node cannot cross a process boundary although its params look complete (it holds a pointer
   // into this process, or values without a codec); "" when it can.
   virtual std::string not_portable_reason() const { return ""; }
+  // Checkpoints (docs/checkpoint.md): iterator-wide state the node keeps in IteratorState beyond its
+  // record (a memory Cache's published contents). Saved whether or not the node has a stream at the
+  // save, since a later pass uses it. nullopt: nothing to save; an error (FailedPrecondition) says why
+  // it cannot be saved.
+  virtual absl::StatusOr<std::optional<std::string>> SaveResource(const IteratorState& state) const {
+    (void)state;
+    return std::nullopt;
+  }
+  // Puts what SaveResource returned into a restoring iterator's `state`, before any stream is made.
+  virtual absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const {
+    (void)state;
+    (void)bytes;
+    return absl::DataLossError("a resource this op does not keep");
+  }
 };
 
 template <class T>

@@ -22,6 +22,8 @@
 //   dropped, as Batch does. Errors do not end the stream.
 // - Cardinality: as Batch (input / batch_size, rounded up unless drop_remainder).
 // - Threading/cancellation: synchronous; polls its input inline.
+// - Checkpoints (docs/checkpoint.md): saves and restores exactly, as Batch: the partial batch and the
+//   input's state.
 //
 //   // Sequences [1], [2 2], [3 3 3], [4 4 4 4] -> [[1 0] [2 2]], [[3 3 3 0] [4 4 4 4]]
 //   Dataset<Tensor> padded = sequences.PaddedBatch(2);
@@ -177,6 +179,34 @@ class PaddedBatchNode final : public Node<T> {
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<PaddedBatchStream>(input_->MakeStream(std::move(context)), this);
   }
+  // State: batch index, the partial batch, input ended; the input at /0 unless it ended (as Batch).
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return reader.Unsupported(path);
+    } else {
+      int64_t index = 0;
+      std::vector<T> elements;
+      bool ended = false;
+      if (absl::Status s = reader.ReadState(path, &index, &elements, &ended); !s.ok()) return s;
+      if (index < 0 || static_cast<int64_t>(elements.size()) >= batch_size_) {
+        return reader.Corrupt(
+            path, absl::DataLossError(absl::StrCat(elements.size(), " elements in a partial batch")));
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (!ended) {
+        auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      auto stream = std::make_unique<PaddedBatchStream>(std::move(input), this);
+      stream->index_ = index;
+      stream->elements_ = std::move(elements);
+      stream->ended_ = ended;
+      return stream;
+    }
+  }
 
  private:
   class PaddedBatchStream final : public Stream<T> {
@@ -216,17 +246,30 @@ class PaddedBatchNode final : public Node<T> {
       ++index_;
       return PollState::kReady;
     }
-    Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<T>) {
+        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else {
+        writer->WriteState(path, index_, elements_, ended_);
+        if (ended_) return Stream<T>::SaveResult(absl::OkStatus());
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
-    std::unique_ptr<Stream<T>> input_;
+    std::unique_ptr<Stream<T>> input_;  // null in a stream restored after its input ended
     int64_t batch_size_;
     bool drop_remainder_;
     std::shared_ptr<const std::vector<PaddedShape>> padded_shapes_;
     std::shared_ptr<const std::vector<Tensor>> padding_values_;
+
+   public:  // set by RestoreStream
     bool ended_ = false;
     int64_t index_ = 0;
     std::vector<T> elements_;
+
+   private:
     absl::StatusOr<T> in_;
   };
 

@@ -291,7 +291,7 @@ class ParallelInterleaveNode final
           NodePtr<U> node = sub->node();
           absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(open->second, node);
           if (!reader.ok()) return Annotated(i, reader.status());
-          reader->RestoreRecords(context_->state.get());
+          if (absl::Status s = reader->RestoreRecords(context_->state.get()); !s.ok()) return Annotated(i, s);
           auto stream = node->RestoreStream(context_, *reader, std::string(kRootNodePath));
           if (!stream.ok()) return Annotated(i, stream.status());
           slot.stream = std::move(*stream);

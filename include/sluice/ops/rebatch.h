@@ -19,6 +19,8 @@
 //   op and the output index: "Rebatch (element 3): ...". Errors do not end the stream.
 // - Cardinality: infinite stays infinite, otherwise unknown (rows per input batch are not known statically).
 // - Threading/cancellation: synchronous; polls its input inline.
+// - Checkpoints (docs/checkpoint.md): saves and restores exactly: the input batch being split (whole,
+//   with the next row), the slices collected for the next batch, and the input's state.
 //
 //   Dataset<Tensor> global = Range(8).Map(ToScalarTensor).Batch(4);   // int64[4] x 2
 //   Dataset<Tensor> halves = global.Rebatch(2);                        // int64[2] x 4
@@ -60,6 +62,51 @@ class RebatchNode final : public Node<B> {
   }
   std::unique_ptr<Stream<B>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<RebatchStream>(input_->MakeStream(std::move(context)), batch_sizes_, drop_remainder_);
+  }
+  // State: the size in use, the input batch rows are taken from and the next row, the slices collected
+  // and their rows, the output index, input ended; the input at /0 unless it ended.
+  absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    if constexpr (!HasElementCodec<B>) {
+      return reader.Unsupported(path);
+    } else {
+      uint64_t which = 0;
+      std::optional<B> current;
+      int64_t offset = 0;
+      std::vector<B> pieces;
+      int64_t have = 0;
+      int64_t index = 0;
+      bool ended = false;
+      if (absl::Status s = reader.ReadState(path, &which, &current, &offset, &pieces, &have, &index, &ended);
+          !s.ok()) {
+        return s;
+      }
+      const int64_t rows = current ? BatchTraits<B>::Rows(*current) : 0;
+      int64_t collected = 0;
+      for (const B& piece : pieces) collected += BatchTraits<B>::Rows(piece);
+      if (which >= batch_sizes_.size() || offset < 0 || offset > rows || have != collected || index < 0 ||
+          (have > batch_sizes_[which] && batch_sizes_[which] > 0)) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("size ", which, ", row ", offset, " of ",
+                                                                     rows, ", ", have, " rows collected")));
+      }
+      std::unique_ptr<Stream<B>> input;
+      if (!ended) {
+        auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      auto stream = std::make_unique<RebatchStream>(std::move(input), batch_sizes_, drop_remainder_);
+      stream->which_ = static_cast<size_t>(which);
+      stream->current_ = std::move(current);
+      stream->offset_ = offset;
+      stream->rows_ = rows;
+      stream->pieces_ = std::move(pieces);
+      stream->have_ = have;
+      stream->index_ = index;
+      stream->ended_ = ended;
+      return stream;
+    }
   }
 
  private:
@@ -118,7 +165,17 @@ class RebatchNode final : public Node<B> {
       ++index_;
       return PollState::kReady;
     }
-    Task<void> WaitReady() override { return input_->WaitReady(); }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<B>::WaitReady(); }
+    Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if constexpr (!HasElementCodec<B>) {
+        return Stream<B>::SaveResult(writer->Unsupported(path, "its batches have no ElementCodec"));
+      } else {
+        writer->WriteState(path, static_cast<uint64_t>(which_), current_, offset_, pieces_, have_, index_,
+                           ended_);
+        if (ended_) return Stream<B>::SaveResult(absl::OkStatus());
+        return input_->Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
 
    private:
     static absl::Status Validate(const B& batch) {
@@ -136,9 +193,11 @@ class RebatchNode final : public Node<B> {
       return PollState::kReady;
     }
 
-    std::unique_ptr<Stream<B>> input_;
+    std::unique_ptr<Stream<B>> input_;  // null in a stream restored after its input ended
     std::vector<int64_t> batch_sizes_;
     bool drop_remainder_;
+
+   public:  // set by RestoreStream
     bool ended_ = false;
     size_t which_ = 0;           // index into batch_sizes_ of the batch being built
     std::optional<B> current_;   // the input batch rows are being taken from
@@ -147,6 +206,8 @@ class RebatchNode final : public Node<B> {
     std::vector<B> pieces_;      // slices collected for the batch being built
     int64_t have_ = 0;           // rows in pieces_
     int64_t index_ = 0;          // of the next output, for error messages
+
+   private:
     absl::StatusOr<B> in_;
   };
 

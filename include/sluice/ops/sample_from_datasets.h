@@ -30,6 +30,9 @@
 //   datasets.size() (when weights are given), or a weight that is negative, NaN or infinite (tf.data
 //   would silently drop a negative weight; sluice reports it).
 // Cardinality, as tf.data's DirectedInterleave: infinite if any data input is infinite, else unknown.
+// Checkpoints (docs/checkpoint.md): both save and restore exactly: the exhausted inputs, a choice an input
+// still owes, the generator (Sample; an unseeded one's seed is the iterator's record), the choices
+// stream (Choose) and every open input.
 // Synchronous: runs inline in the consumer's Poll, waiting only when the selected input (or the
 // choices) must; destroying the stream destroys every input stream (async ones join their work).
 //
@@ -74,6 +77,10 @@ class DatasetSelector {
   PollState Next(const std::vector<bool>&, absl::StatusOr<int64_t>* choice) { return choices_->Poll(choice); }
   Task<void> WaitReady() { return choices_->WaitReady(); }
   void Reset() { choices_.reset(); }
+  // Checkpoints: the choices are input 0 of the node, the data inputs come after them.
+  static constexpr size_t kFirstDataInput = 1;
+  void AppendState(CheckpointWriter*, std::string_view) const {}
+  Stream<int64_t>* choices() const { return choices_.get(); }
 
  private:
   std::unique_ptr<Stream<int64_t>> choices_;
@@ -101,6 +108,14 @@ class RandomSelector {
   }
   Task<void> WaitReady() { return Ready(); }
   void Reset() {}
+  // Checkpoints: the generator, after the common part of the section; no selector stream.
+  static constexpr size_t kFirstDataInput = 0;
+  void AppendState(CheckpointWriter* writer, std::string_view path) const {
+    writer->AppendState(path, rng_.state());
+  }
+  Stream<int64_t>* choices() const { return nullptr; }
+  // A restored selector continues the saved generator.
+  void SetRngState(uint64_t state) { rng_ = SplitMix64(state); }
 
  private:
   static Task<void> Ready() { co_return; }
@@ -177,7 +192,56 @@ class DirectedStream final : public Stream<T> {
     return selector_.WaitReady();
   }
 
+  // State: ended, the exhausted inputs, the choice a pending input still owes (a Sample's generator has
+  // already moved past it), then the selector's own part; the choices stream at /0 (Choose) and every
+  // open input at its child path. Nothing when ended: the inputs are gone.
+  Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+    std::vector<int64_t> exhausted;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!inputs_[i]) exhausted.push_back(static_cast<int64_t>(i));
+    }
+    std::optional<int64_t> pending;
+    if (have_choice_ && !ended_) pending = *choice_;
+    writer->WriteState(path, ended_, exhausted, pending);
+    selector_.AppendState(writer.get(), path);
+    return SaveInputs(this, std::move(writer), std::move(path));
+  }
+
+  // A restored stream: `inputs` hold nulls for the exhausted ones; `ended` streams hold none.
+  void SetRestored(bool ended, std::optional<int64_t> pending) {
+    ended_ = ended;
+    if (ended) {
+      selector_.Reset();
+      inputs_.clear();
+    }
+    num_active_ = 0;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      active_[i] = inputs_[i] != nullptr;
+      num_active_ += active_[i] ? 1 : 0;
+    }
+    if (pending.has_value()) {
+      choice_ = *pending;
+      have_choice_ = true;
+    }
+  }
+
  private:
+  static Task<absl::Status> SaveInputs(DirectedStream* self, std::shared_ptr<CheckpointWriter> writer,
+                                       std::string path) {
+    if (self->ended_) co_return absl::OkStatus();
+    if (Stream<int64_t>* choices = self->selector_.choices(); choices != nullptr) {
+      absl::Status saved = co_await choices->Save(writer, ChildNodePath(path, 0));
+      if (!saved.ok()) co_return saved;
+    }
+    for (size_t i = 0; i < self->inputs_.size(); ++i) {
+      if (!self->inputs_[i]) continue;
+      absl::Status saved =
+          co_await self->inputs_[i]->Save(writer, ChildNodePath(path, Selector::kFirstDataInput + i));
+      if (!saved.ok()) co_return saved;
+    }
+    co_return absl::OkStatus();
+  }
+
   PollState End() {
     ended_ = true;
     selector_.Reset();
@@ -197,6 +261,40 @@ class DirectedStream final : public Stream<T> {
   bool skipped_out_ = false;
   Stream<T>* waiting_on_ = nullptr;
 };
+
+// The common part of a directed stream's section: ended, exhausted inputs, a pending choice, with
+// `extra` (the selector's part) read after them, and the data inputs that were open, restored from
+// their child paths (null for the exhausted ones).
+template <class T, class... Extra>
+absl::Status RestoreDirected(const std::vector<NodePtr<T>>& nodes, size_t first_data_input,
+                             const IteratorContextPtr& context, const CheckpointReader& reader,
+                             const std::string& path, bool* ended, std::optional<int64_t>* pending,
+                             std::vector<std::unique_ptr<Stream<T>>>* streams, Extra*... extra) {
+  std::vector<int64_t> exhausted;
+  if (absl::Status s = reader.ReadState(path, ended, &exhausted, pending, extra...); !s.ok()) return s;
+  std::vector<bool> open(nodes.size(), true);
+  for (int64_t i : exhausted) {
+    if (i < 0 || i >= static_cast<int64_t>(nodes.size()) || !open[static_cast<size_t>(i)]) {
+      return reader.Corrupt(path, absl::DataLossError(absl::StrCat("exhausted input ", i)));
+    }
+    open[static_cast<size_t>(i)] = false;
+  }
+  if (pending->has_value() && (**pending < 0 || **pending >= static_cast<int64_t>(nodes.size()) ||
+                               !open[static_cast<size_t>(**pending)])) {
+    return reader.Corrupt(path, absl::DataLossError(absl::StrCat("pending choice ", **pending)));
+  }
+  if (*ended) return absl::OkStatus();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!open[i]) {
+      streams->push_back(nullptr);
+      continue;
+    }
+    auto stream = nodes[i]->RestoreStream(context, reader, ChildNodePath(path, first_data_input + i));
+    if (!stream.ok()) return stream.status();
+    streams->push_back(std::move(*stream));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace detail_directed
 
@@ -220,6 +318,32 @@ class ChooseFromDatasetsNode final : public Node<T> {
     using Selector = detail_directed::DatasetSelector;
     return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
         "ChooseFromDatasets", Selector(choices_->MakeStream(context)), std::move(streams), stop_on_empty_);
+  }
+  // State: ended, exhausted inputs, a pending choice; the choices at /0 and the open inputs at /1, ...
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    using Selector = detail_directed::DatasetSelector;
+    bool ended = false;
+    std::optional<int64_t> pending;
+    std::vector<std::unique_ptr<Stream<T>>> streams;
+    if (absl::Status s = detail_directed::RestoreDirected(inputs_, Selector::kFirstDataInput, context, reader,
+                                                          path, &ended, &pending, &streams);
+        !s.ok()) {
+      return s;
+    }
+    std::unique_ptr<Stream<int64_t>> choices;
+    if (!ended) {
+      auto restored = choices_->RestoreStream(context, reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      choices = std::move(*restored);
+    } else {
+      streams.resize(inputs_.size());
+    }
+    auto stream = std::make_unique<detail_directed::DirectedStream<T, Selector>>(
+        "ChooseFromDatasets", Selector(std::move(choices)), std::move(streams), stop_on_empty_);
+    stream->SetRestored(ended, pending);
+    return stream;
   }
 
  private:
@@ -257,6 +381,30 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
     using Selector = detail_directed::RandomSelector;
     return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
         "SampleFromDatasets", Selector(weights_, seed), std::move(streams), stop_on_empty_);
+  }
+  // State: ended, exhausted inputs, a pending choice, the generator; the open inputs at /0, /1, ... The
+  // seed (drawn for an unseeded op) and the pass counter are the iterator's records, restored before
+  // this runs, so later passes draw what the saving iterator would have.
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+                                                           const CheckpointReader& reader,
+                                                           const std::string& path) const override {
+    using Selector = detail_directed::RandomSelector;
+    bool ended = false;
+    std::optional<int64_t> pending;
+    uint64_t rng = 0;
+    std::vector<std::unique_ptr<Stream<T>>> streams;
+    if (absl::Status s = detail_directed::RestoreDirected(inputs_, Selector::kFirstDataInput, context, reader,
+                                                          path, &ended, &pending, &streams, &rng);
+        !s.ok()) {
+      return s;
+    }
+    if (ended) streams.resize(inputs_.size());
+    Selector selector(weights_, 0);
+    selector.SetRngState(rng);
+    auto stream = std::make_unique<detail_directed::DirectedStream<T, Selector>>(
+        "SampleFromDatasets", std::move(selector), std::move(streams), stop_on_empty_);
+    stream->SetRestored(ended, pending);
+    return stream;
   }
 
  private:
