@@ -548,10 +548,9 @@ class DistributedState {
   }
 
   typename Iterator<B>::Result TakeCarriedInput() {
-    Item item = std::move(carry_input_.front());
+    typename Iterator<B>::Result next = std::move(carry_input_.front());
     carry_input_.pop_front();
-    if (!item.ok()) return std::move(item).status();
-    return std::optional<B>(std::move(*item));
+    return next;
   }
 
   // Takes what the queues hold, without waiting; the save is their only consumer meanwhile.
@@ -682,7 +681,13 @@ class DistributedState {
       std::vector<Item>& step = saved.steps[i];
       const auto real = static_cast<size_t>(saved.real_pieces[i]);
       if (config_.mode == DistributeMode::kFromFunction) {
-        for (size_t r = 0; r < real; ++r) carry_input_.push_back(std::move(step[r]));
+        for (size_t r = 0; r < real; ++r) {
+          if (step[r].ok()) {
+            carry_input_.push_back(std::optional<B>(std::move(*step[r])));
+          } else {
+            carry_input_.push_back(step[r].status());
+          }
+        }
         continue;
       }
       if (!step.front().ok()) {
@@ -698,7 +703,7 @@ class DistributedState {
         }
         absl::StatusOr<B> batch = BatchTraits<B>::Concat(std::move(pieces));
         if (!batch.ok()) return batch.status();
-        carry_input_.push_back(std::move(*batch));
+        carry_input_.push_back(std::optional<B>(std::move(*batch)));
       }
     }
     return absl::OkStatus();
@@ -726,7 +731,8 @@ class DistributedState {
   int64_t agreement_step_ = 0;           // steps made from the input: the next step the workers agree on
   int64_t fillers_in_last_step_ = 0;     // empty pieces the last step made was padded with
   bool finished_ = false;                // the producer delivered its last step and closed the queues
-  std::deque<Item> carry_input_;         // restored on another replica count: input before the input's own
+  // Restored on another replica count: input elements (or errors) before the restored input's own.
+  std::deque<typename Iterator<B>::Result> carry_input_;
   std::atomic<bool> pause_requested_{false};
   std::atomic<bool> saving_{false};
 
