@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -307,12 +309,21 @@ TEST_P(ReactorTest, StatReportsSizeAndType) {
 }
 
 TEST_P(ReactorTest, CloseTwiceFailsWithBadFd) {
-  absl::StatusOr<int> fd = SyncWait(io_->Open(*path_, O_RDONLY));
-  ASSERT_TRUE(fd.ok()) << fd.status();
-  EXPECT_TRUE(SyncWait(io_->Close(*fd)).ok());
-  absl::Status again = SyncWait(io_->Close(*fd));
+  absl::StatusOr<int> opened = SyncWait(io_->Open(*path_, O_RDONLY));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  // The kernel hands out the lowest free number, so a just-closed low fd can be taken by any other
+  // thread of the process (the sanitizers' own threads open files) before the second close. A
+  // number far above the ones in use stays free.
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  const int high = static_cast<int>(std::min<rlim_t>(files.rlim_cur - 8, 900));
+  int fd = fcntl(*opened, F_DUPFD_CLOEXEC, high);
+  ASSERT_GE(fd, high) << std::strerror(errno);
+  EXPECT_TRUE(SyncWait(io_->Close(*opened)).ok());
+  EXPECT_TRUE(SyncWait(io_->Close(fd)).ok());
+  absl::Status again = SyncWait(io_->Close(fd));
   EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;  // EBADF
-  EXPECT_NE(again.message().find(absl::StrCat("close fd ", *fd)), absl::string_view::npos) << again;
+  EXPECT_NE(again.message().find(absl::StrCat("close fd ", fd)), absl::string_view::npos) << again;
 }
 
 TEST_P(ReactorTest, ReadBadFdFailsWithOffset) {
