@@ -3,25 +3,14 @@
 #include <string>
 #include <string_view>
 
+#include "io/example_fields.h"
 #include "io/proto_wire.h"
 #include "sluice/io/example.h"
 
 namespace sluice {
 namespace {
 
-// Field numbers from tensorflow/core/example/{example,feature}.proto.
-constexpr uint32_t kFeatureBytesList = 1;
-constexpr uint32_t kFeatureFloatList = 2;
-constexpr uint32_t kFeatureInt64List = 3;
-constexpr uint32_t kListValue = 1;
-constexpr uint32_t kMapKey = 1;
-constexpr uint32_t kMapValue = 2;
-constexpr uint32_t kFeaturesFeature = 1;
-constexpr uint32_t kExampleFeatures = 1;
-constexpr uint32_t kSequenceContext = 1;
-constexpr uint32_t kSequenceFeatureLists = 2;
-constexpr uint32_t kFeatureListsFeatureList = 1;
-constexpr uint32_t kFeatureListFeature = 1;
+using namespace example_fields;  // NOLINT(build/namespaces): the proto field numbers
 
 std::string BytesListBody(std::span<const std::string> values) {
   std::string body;

@@ -19,27 +19,15 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/absl_string_view.h"
+#include "io/example_fields.h"
 #include "io/proto_wire.h"
 #include "sluice/io/example.h"
 
 namespace sluice {
 namespace {
 
-// Field numbers from tensorflow/core/example/{example,feature}.proto.
-constexpr uint32_t kFeatureBytesList = 1;
-constexpr uint32_t kFeatureFloatList = 2;
-constexpr uint32_t kFeatureInt64List = 3;
-constexpr uint32_t kListValue = 1;
-constexpr uint32_t kMapKey = 1;
-constexpr uint32_t kMapValue = 2;
-constexpr uint32_t kFeaturesFeature = 1;
-constexpr uint32_t kExampleFeatures = 1;
-constexpr uint32_t kSequenceContext = 1;
-constexpr uint32_t kSequenceFeatureLists = 2;
-constexpr uint32_t kFeatureListFeature = 1;
-
-// Debian's Abseil has its own string_view; StrCat needs it.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+using namespace example_fields;  // NOLINT(build/namespaces): the proto field numbers
 
 std::string_view RecordName(std::string_view name) { return name.empty() ? "<unknown>" : name; }
 
@@ -63,9 +51,10 @@ bool FailAt(const char* why, const char* where, const char* origin, WireError* e
 absl::Status Malformed(const WireError& error, std::string_view message, std::string_view record_name,
                        std::string_view key = {}) {
   std::string where;
-  if (!key.empty()) where = absl::StrCat(" (feature '", Av(key), "')");
-  return absl::DataLossError(absl::StrCat("Name: ", Av(RecordName(record_name)), ": malformed ", Av(message),
-                                          where, ": ", error.why, " at byte offset ", error.offset));
+  if (!key.empty()) where = absl::StrCat(" (feature '", AbslView(key), "')");
+  return absl::DataLossError(absl::StrCat("Name: ", AbslView(RecordName(record_name)), ": malformed ",
+                                          AbslView(message), where, ": ", error.why, " at byte offset ",
+                                          error.offset));
 }
 
 FeatureKind KindOfField(uint32_t field) {
@@ -354,7 +343,7 @@ class KeyTable {
     for (size_t i = 1; i < keys_.size(); ++i) {
       if (keys_[i].key == keys_[i - 1].key) {
         return absl::InvalidArgumentError(
-            absl::StrCat("Parse spec: feature key '", Av(keys_[i].key), "' is used twice"));
+            absl::StrCat("Parse spec: feature key '", AbslView(keys_[i].key), "' is used twice"));
       }
     }
     return absl::OkStatus();
@@ -397,25 +386,26 @@ bool CollectFeatures(std::string_view features, const char* origin, const KeyTab
 }
 
 absl::Status MissingError(std::string_view record_name, std::string_view key, DType dtype) {
-  return absl::InvalidArgumentError(absl::StrCat("Name: ", Av(RecordName(record_name)), ", Feature: ", Av(key),
-                                                 " (data type: ", Av(DTypeName(dtype)),
-                                                 ") is required but could not be found."));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Name: ", AbslView(RecordName(record_name)), ", Feature: ", AbslView(key),
+                   " (data type: ", AbslView(DTypeName(dtype)), ") is required but could not be found."));
 }
 
 absl::Status TypeError(std::string_view record_name, std::string_view what, std::string_view key,
                        int64_t index, FeatureKind got, DType expected) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "Name: ", Av(RecordName(record_name)), ", ", Av(what), ": ", Av(key), ", Index: ", index,
-      ". Data types don't match. Data type: ", Av(FeatureKindName(got)), " but expected type: ",
-      Av(DTypeName(expected)), " (", Av(FeatureKindName(KindOfDType(expected))), ")"));
+      "Name: ", AbslView(RecordName(record_name)), ", ", AbslView(what), ": ", AbslView(key),
+      ", Index: ", index, ". Data types don't match. Data type: ", AbslView(FeatureKindName(got)),
+      " but expected type: ", AbslView(DTypeName(expected)), " (",
+      AbslView(FeatureKindName(KindOfDType(expected))), ")"));
 }
 
 absl::Status CountError(std::string_view record_name, std::string_view what, std::string_view key,
                         int64_t index, DType dtype, size_t got, const Shape& shape) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Name: ", Av(RecordName(record_name)), ", ", Av(what), ": ", Av(key), ", Index: ", index,
-      ". Can't parse serialized Example: expected ", shape.num_elements(), " ", Av(DTypeName(dtype)),
-      " values (shape ", shape.DebugString(), "), got ", got));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Name: ", AbslView(RecordName(record_name)), ", ", AbslView(what), ": ", AbslView(key),
+                   ", Index: ", index, ". Can't parse serialized Example: expected ", shape.num_elements(),
+                   " ", AbslView(DTypeName(dtype)), " values (shape ", shape.DebugString(), "), got ", got));
 }
 
 // Decodes a scanned feature of the right kind into `dst` (count elements of the dtype).
@@ -641,9 +631,9 @@ namespace {
 
 absl::Status CheckDType(std::string_view key, DType dtype) {
   if (KindOfDType(dtype) == FeatureKind::kNone) {
-    return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature '", Av(key), "' has dtype ",
-                                                   Av(DTypeName(dtype)),
-                                                   "; only float, int64 and string are supported (as tf.io)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Parse spec: feature '", AbslView(key), "' has dtype ", AbslView(DTypeName(dtype)),
+                     "; only float, int64 and string are supported (as tf.io)"));
   }
   return absl::OkStatus();
 }
@@ -653,8 +643,8 @@ absl::Status CheckFeatures(const SequenceParseSpec& spec) {
   for (const FixedLenSequenceFeature& f : spec.fixed) {
     if (absl::Status s = CheckDType(f.key, f.dtype); !s.ok()) return s;
     if (!f.shape.IsValid()) {
-      return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature list '", Av(f.key), "' has invalid shape ",
-                                                     f.shape.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature list '", AbslView(f.key),
+                                                     "' has invalid shape ", f.shape.DebugString()));
     }
   }
   for (const VarLenFeature& v : spec.var) {
@@ -667,15 +657,16 @@ absl::Status CheckFeatures(const ParseSpec& spec) {
   for (const FixedLenFeature& f : spec.fixed) {
     if (absl::Status s = CheckDType(f.key, f.dtype); !s.ok()) return s;
     if (!f.shape.IsValid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Parse spec: feature '", Av(f.key), "' has invalid shape ", f.shape.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("Parse spec: feature '", AbslView(f.key),
+                                                     "' has invalid shape ", f.shape.DebugString()));
     }
     if (f.default_value.has_value()) {
       const Tensor& d = *f.default_value;
       if (d.dtype() != f.dtype || d.num_elements() != f.shape.num_elements()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Parse spec: default value of feature '", Av(f.key), "' is ", Av(DTypeName(d.dtype())),
-            d.shape().DebugString(), " but the feature is ", Av(DTypeName(f.dtype)), f.shape.DebugString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Parse spec: default value of feature '", AbslView(f.key), "' is ",
+                         AbslView(DTypeName(d.dtype())), d.shape().DebugString(), " but the feature is ",
+                         AbslView(DTypeName(f.dtype)), f.shape.DebugString()));
       }
     }
   }
@@ -881,9 +872,9 @@ absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view seri
     const FixedLenSequenceFeature& f = sequence_spec.fixed[i];
     const std::string_view list = list_slots[i];
     if (list.data() == nullptr && !f.allow_missing) {
-      return absl::InvalidArgumentError(absl::StrCat("Name: ", Av(RecordName(record_name)), ", Feature list: ",
-                                                     Av(f.key), " (data type: ", Av(DTypeName(f.dtype)),
-                                                     ") is required but could not be found."));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Name: ", AbslView(RecordName(record_name)), ", Feature list: ", AbslView(f.key),
+          " (data type: ", AbslView(DTypeName(f.dtype)), ") is required but could not be found."));
     }
     if (!collect_steps(list)) return Malformed(error, "FeatureList", record_name, f.key);
     Tensor t = Tensor::Empty(f.dtype, f.shape.Prepend(static_cast<int64_t>(steps.size())));

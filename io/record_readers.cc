@@ -83,7 +83,7 @@ bool TryAppend(std::string& s, const char* data, size_t n) {
   return true;
 }
 
-absl::StatusOr<Record> Failure(absl::Status status) { return status; }
+absl::StatusOr<Record> RecordFailure(absl::Status status) { return status; }
 
 // Tells the consumer, when it asked (ReadOptions::position), where the element after this one starts.
 void NotePosition(const ReadOptions& io, uint64_t next_offset, bool ended) {
@@ -244,7 +244,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
     std::optional<absl::StatusOr<Block>> block = co_await blocks.Next();
     if (!block.has_value()) break;
     if (!block->ok()) {
-      absl::StatusOr<Record> error = Failure(block->status());
+      absl::StatusOr<Record> error = RecordFailure(block->status());
       NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
       co_yield std::move(error);
       co_return;
@@ -285,14 +285,14 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
             // The framing broke inside a GZIP/ZLIB stream: name the compressed damage too, if there is any.
             absl::Status damage = co_await SkipCompressedRest(&blocks, &decoder);
             if (!damage.ok()) {
-              absl::StatusOr<Record> error = Failure(std::move(damage));
+              absl::StatusOr<Record> error = RecordFailure(std::move(damage));
               NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
               co_yield std::move(error);
             }
             co_return;
           }
           last_error = next.status();
-          absl::StatusOr<Record> error = Failure(next.status());
+          absl::StatusOr<Record> error = RecordFailure(next.status());
           // After a data CRC mismatch the parser is past the bad record and reading goes on.
           NotePosition(io, decoder.parser().record_start(), decoder.failed());
           co_yield std::move(error);
@@ -309,7 +309,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTFRecords(Reactor& reactor, std::stri
   }
   absl::Status finished = decoder.Finish();
   if (!finished.ok() && finished != last_error) {
-    absl::StatusOr<Record> error = Failure(std::move(finished));
+    absl::StatusOr<Record> error = RecordFailure(std::move(finished));
     NotePosition(io, decoder.parser().record_start(), /*ended=*/true);
     co_yield std::move(error);
   }
@@ -325,7 +325,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
     std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
     if (!chunk.has_value()) break;
     if (!chunk->ok()) {
-      absl::StatusOr<Record> error = Failure(chunk->status());
+      absl::StatusOr<Record> error = RecordFailure(chunk->status());
       NotePosition(options.io, line_start, /*ended=*/true);
       co_yield std::move(error);
       co_return;
@@ -338,16 +338,16 @@ AsyncGenerator<absl::StatusOr<Record>> ReadTextLines(Reactor& reactor, std::stri
       const void* found = std::memchr(begin + pos, '\n', size - pos);
       const size_t end = found != nullptr ? static_cast<size_t>(static_cast<const char*>(found) - begin) : size;
       if ((have_pending ? pending.size() : 0) + (end - pos) > options.max_line_bytes) {
-        absl::StatusOr<Record> error = Failure(absl::DataLossError(absl::StrCat(
-            path, ": line at offset ", line_start, " is longer than max_line_bytes (", options.max_line_bytes,
-            "); the rest of the file is skipped")));
+        absl::StatusOr<Record> error = RecordFailure(absl::DataLossError(
+            absl::StrCat(path, ": line at offset ", line_start, " is longer than max_line_bytes (",
+                         options.max_line_bytes, "); the rest of the file is skipped")));
         NotePosition(options.io, line_start, /*ended=*/true);
         co_yield std::move(error);
         co_return;
       }
       // A line that continues in a later chunk is assembled in `pending`.
       if ((found == nullptr || have_pending) && !TryAppend(pending, begin + pos, end - pos)) {
-        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
+        absl::StatusOr<Record> error = RecordFailure(io::OutOfMemory(
             path, line_start, "line", pending.size() + (end - pos),
             "buffering that much of it failed, and the line goes on; the rest of the file is skipped"));
         NotePosition(options.io, line_start, /*ended=*/true);
@@ -406,7 +406,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
         options.header_bytes, " + k * record_bytes ", record_bytes, ")"));
   }
   if (!bad_options.ok()) {
-    absl::StatusOr<Record> error = Failure(std::move(bad_options));
+    absl::StatusOr<Record> error = RecordFailure(std::move(bad_options));
     NotePosition(options.io, options.start_offset, /*ended=*/true);
     co_yield std::move(error);
     co_return;
@@ -424,7 +424,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     std::optional<absl::StatusOr<Chunk>> chunk = co_await chunks.Next();
     if (!chunk.has_value()) break;
     if (!chunk->ok()) {
-      absl::StatusOr<Record> error = Failure(chunk->status());
+      absl::StatusOr<Record> error = RecordFailure(chunk->status());
       NotePosition(options.io, next_offset, /*ended=*/true);
       co_yield std::move(error);
       co_return;
@@ -438,10 +438,10 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     bool from_carry = false;
     if (!carry.empty()) {
       if (!TryAppend(carry, reinterpret_cast<const char*>(data.data()), data.size())) {
-        absl::StatusOr<Record> error = Failure(io::OutOfMemory(
-            path, next_offset, "record", record_bytes,
-            absl::StrCat("buffering the ", carry.size() + data.size(),
-                         " bytes from there failed; the rest of the file is skipped")));
+        absl::StatusOr<Record> error = RecordFailure(
+            io::OutOfMemory(path, next_offset, "record", record_bytes,
+                            absl::StrCat("buffering the ", carry.size() + data.size(),
+                                         " bytes from there failed; the rest of the file is skipped")));
         NotePosition(options.io, next_offset, /*ended=*/true);
         co_yield std::move(error);
         co_return;
@@ -462,10 +462,10 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
     if (from_carry) {
       carry.erase(0, pos);
     } else if (carry.clear(); !TryAppend(carry, reinterpret_cast<const char*>(data.data()) + pos, data.size() - pos)) {
-      absl::StatusOr<Record> error = Failure(io::OutOfMemory(
-          path, next_offset, "record", record_bytes,
-          absl::StrCat("buffering the ", data.size() - pos,
-                       " bytes from there failed; the rest of the file is skipped")));
+      absl::StatusOr<Record> error = RecordFailure(
+          io::OutOfMemory(path, next_offset, "record", record_bytes,
+                          absl::StrCat("buffering the ", data.size() - pos,
+                                       " bytes from there failed; the rest of the file is skipped")));
       NotePosition(options.io, next_offset, /*ended=*/true);
       co_yield std::move(error);
       co_return;
@@ -488,7 +488,7 @@ AsyncGenerator<absl::StatusOr<Record>> ReadFixedLengthRecords(Reactor& reactor, 
         next_offset, " are not a whole record"));
   }
   if (!failure.ok()) {
-    absl::StatusOr<Record> error = Failure(std::move(failure));
+    absl::StatusOr<Record> error = RecordFailure(std::move(failure));
     NotePosition(options.io, next_offset, /*ended=*/true);
     co_yield std::move(error);
   }

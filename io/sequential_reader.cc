@@ -126,7 +126,7 @@ void StartRead(AsyncScope& scope, File& file, BufferPool& pool, Slot& slot, uint
   scope.Spawn(ReadIntoSlot(&file, &slot, &completion_thread));
 }
 
-absl::StatusOr<Block> Failure(absl::Status status) { return status; }
+absl::StatusOr<Block> BlockFailure(absl::Status status) { return status; }
 
 // Destroying the generator with reads in flight joins them, blocking the destroying thread. On the
 // io_uring reactor's own thread no completion could ever arrive: fail loudly instead of hanging.
@@ -155,7 +155,7 @@ struct ReactorThreadCheck {
 AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string path,
                                                  SequentialReadOptions options) {
   if (options.block_size == 0 || options.blocks_in_flight < 1) {
-    absl::StatusOr<Block> error = Failure(absl::InvalidArgumentError(
+    absl::StatusOr<Block> error = BlockFailure(absl::InvalidArgumentError(
         absl::StrCat(path, ": ReadBlocks needs block_size > 0 and blocks_in_flight >= 1, got ",
                      options.block_size, " and ", options.blocks_in_flight)));
     co_yield std::move(error);
@@ -165,7 +165,7 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
   open_options.direct = options.direct;
   absl::StatusOr<File> opened = co_await File::Open(reactor, path, open_options);
   if (!opened.ok()) {
-    absl::StatusOr<Block> error = Failure(opened.status());
+    absl::StatusOr<Block> error = BlockFailure(opened.status());
     co_yield std::move(error);
     co_return;
   }
@@ -173,7 +173,7 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
   const uint64_t size = file.Size();
   const uint64_t start = options.start_offset;
   if (start > size) {
-    absl::StatusOr<Block> error = Failure(absl::OutOfRangeError(
+    absl::StatusOr<Block> error = BlockFailure(absl::OutOfRangeError(
         absl::StrCat(path, ": start offset ", start, " is past the end of the file (", size, " bytes)")));
     co_yield std::move(error);
     co_return;
@@ -187,13 +187,13 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
       std::stop_token stop = co_await CurrentStopToken();
       if (stop.stop_requested()) {
         absl::StatusOr<Block> error =
-            Failure(absl::CancelledError(absl::StrCat(path, ": read cancelled at offset ", pos)));
+            BlockFailure(absl::CancelledError(absl::StrCat(path, ": read cancelled at offset ", pos)));
         co_yield std::move(error);
         co_return;
       }
       std::shared_ptr<std::byte> buffer = pool->Acquire();
       if (buffer == nullptr) {
-        absl::StatusOr<Block> error = Failure(absl::ResourceExhaustedError(absl::StrCat(
+        absl::StatusOr<Block> error = BlockFailure(absl::ResourceExhaustedError(absl::StrCat(
             path, ": read buffer for offset ", pos, " needs ", pool->capacity(), " bytes: out of memory")));
         co_yield std::move(error);
         co_return;
@@ -203,7 +203,7 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
       ResumeOn hop{options.resume_on};  // the read completed on the reactor's thread
       co_await hop;
       if (!got.ok()) {
-        absl::StatusOr<Block> error = Failure(got.status());
+        absl::StatusOr<Block> error = BlockFailure(got.status());
         co_yield std::move(error);
         co_return;
       }
@@ -296,7 +296,7 @@ AsyncGenerator<absl::StatusOr<Block>> ReadBlocks(Reactor& reactor, std::string p
     co_await hop;
   }
   if (!failure.ok()) {
-    absl::StatusOr<Block> error = Failure(std::move(failure));
+    absl::StatusOr<Block> error = BlockFailure(std::move(failure));
     co_yield std::move(error);
   }
 }

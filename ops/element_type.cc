@@ -16,13 +16,13 @@
 namespace sluice {
 namespace {
 
-struct Registry {
+struct ElementTypeRegistry {
   std::mutex mu;
   // unique_ptr: FindElementType hands out pointers that must survive later insertions.
   std::map<std::string, std::unique_ptr<const ElementTypeInfo>, std::less<>> types;
 };
 
-absl::Status AddLocked(Registry& registry, ElementTypeInfo info) {
+absl::Status AddLocked(ElementTypeRegistry& registry, ElementTypeInfo info) {
   if (info.name.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("RegisterElementType: a type without a name cannot be registered (", info.type.name(), ")"));
@@ -41,9 +41,9 @@ absl::Status AddLocked(Registry& registry, ElementTypeInfo info) {
 
 // Built on first use, so registrations from other translation units' static initialisers never run
 // before it exists.
-Registry& GetRegistry() {
-  static Registry* registry = [] {
-    auto* r = new Registry;  // never destroyed: static destructors may still look types up
+ElementTypeRegistry& GetElementTypeRegistry() {
+  static ElementTypeRegistry* registry = [] {
+    auto* r = new ElementTypeRegistry;  // never destroyed: static destructors may still look types up
     for (ElementTypeInfo info :
          {MakeElementTypeInfo<bool>(), MakeElementTypeInfo<int8_t>(), MakeElementTypeInfo<int16_t>(),
           MakeElementTypeInfo<int32_t>(), MakeElementTypeInfo<int64_t>(), MakeElementTypeInfo<uint8_t>(),
@@ -61,20 +61,20 @@ Registry& GetRegistry() {
 }  // namespace
 
 absl::Status RegisterElementType(ElementTypeInfo info) {
-  Registry& registry = GetRegistry();
+  ElementTypeRegistry& registry = GetElementTypeRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   return AddLocked(registry, std::move(info));
 }
 
 const ElementTypeInfo* FindElementType(std::string_view name) {
-  Registry& registry = GetRegistry();
+  ElementTypeRegistry& registry = GetElementTypeRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   auto it = registry.types.find(name);
   return it == registry.types.end() ? nullptr : it->second.get();
 }
 
 std::vector<std::string> RegisteredElementTypeNames() {
-  Registry& registry = GetRegistry();
+  ElementTypeRegistry& registry = GetElementTypeRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   std::vector<std::string> names;
   names.reserve(registry.types.size());

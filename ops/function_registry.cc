@@ -9,13 +9,14 @@
 namespace sluice {
 namespace {
 
-struct Registry {
+struct FunctionRegistry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<const FunctionInfo>, std::less<>> functions;
 };
 
-Registry& GetRegistry() {
-  static Registry* registry = new Registry();  // never destroyed: used by static initialisers and at exit
+FunctionRegistry& GetFunctionRegistry() {
+  static FunctionRegistry* registry =
+      new FunctionRegistry();  // never destroyed: used by static initialisers and at exit
   return *registry;
 }
 
@@ -23,7 +24,7 @@ Registry& GetRegistry() {
 
 absl::Status RegisterFunction(FunctionInfo info) {
   if (info.name.empty()) return absl::InvalidArgumentError("RegisterFunction: empty name");
-  Registry& registry = GetRegistry();
+  FunctionRegistry& registry = GetFunctionRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   auto it = registry.functions.find(info.name);
   if (it != registry.functions.end()) {
@@ -38,7 +39,7 @@ absl::Status RegisterFunction(FunctionInfo info) {
 
 const FunctionInfo* FindFunction(std::string_view name) {
   EnsureLibraryFunctions();
-  Registry& registry = GetRegistry();
+  FunctionRegistry& registry = GetFunctionRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   auto it = registry.functions.find(name);
   return it == registry.functions.end() ? nullptr : it->second.get();
@@ -46,7 +47,7 @@ const FunctionInfo* FindFunction(std::string_view name) {
 
 std::vector<std::string> RegisteredFunctionNames() {
   EnsureLibraryFunctions();
-  Registry& registry = GetRegistry();
+  FunctionRegistry& registry = GetFunctionRegistry();
   std::lock_guard<std::mutex> lock(registry.mu);
   std::vector<std::string> names;
   for (const auto& [name, info] : registry.functions) names.push_back(name);

@@ -7,12 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/absl_string_view.h"
 #include "sluice/ops/element_codec.h"
 
 namespace sluice {
 namespace {
-
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string Keys(const ParseSpec& spec) {
   std::vector<std::string> keys;
@@ -37,8 +36,8 @@ absl::StatusOr<Tensor> FeatureByKey(const ParsedExample& parsed, const ParseSpec
   if (!layout.ok()) return layout;
   const int i = spec.FixedIndex(key);
   if (i < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("no fixed-length feature \"", Av(key), "\" in the parse spec; it has: ", Keys(spec)));
+    return absl::NotFoundError(absl::StrCat("no fixed-length feature \"", AbslView(key),
+                                            "\" in the parse spec; it has: ", Keys(spec)));
   }
   return parsed.fixed[static_cast<size_t>(i)];
 }
@@ -50,7 +49,7 @@ absl::StatusOr<VarLenValues> VarFeatureByKey(const ParsedExample& parsed, const 
   const int i = spec.VarIndex(key);
   if (i < 0) {
     return absl::NotFoundError(
-        absl::StrCat("no var-len feature \"", Av(key), "\" in the parse spec; it has: ", Keys(spec)));
+        absl::StrCat("no var-len feature \"", AbslView(key), "\" in the parse spec; it has: ", Keys(spec)));
   }
   return parsed.var[static_cast<size_t>(i)];
 }
@@ -60,12 +59,13 @@ namespace ops::detail_parse {
 std::string SpecString(const ParseSpec& spec) {
   std::vector<std::string> fixed;
   for (const FixedLenFeature& f : spec.fixed) {
-    std::string one = absl::StrCat(f.key, ":", Av(DTypeName(f.dtype)), f.shape.DebugString());
+    std::string one = absl::StrCat(f.key, ":", AbslView(DTypeName(f.dtype)), f.shape.DebugString());
     if (f.default_value.has_value()) absl::StrAppend(&one, "=", f.default_value->DebugString());
     fixed.push_back(std::move(one));
   }
   std::vector<std::string> var;
-  for (const VarLenFeature& f : spec.var) var.push_back(absl::StrCat(f.key, ":", Av(DTypeName(f.dtype))));
+  for (const VarLenFeature& f : spec.var)
+    var.push_back(absl::StrCat(f.key, ":", AbslView(DTypeName(f.dtype))));
   return absl::StrCat("fixed=[", absl::StrJoin(fixed, ", "), "], var=[", absl::StrJoin(var, ", "), "]");
 }
 

@@ -81,7 +81,7 @@ class CallAwaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
     std::stop_token token;
-    if constexpr (detail::SluicePromise<Promise>) token = awaiting.promise().stop_token();
+    if constexpr (sluice::detail::SluicePromise<Promise>) token = awaiting.promise().stop_token();
     return Suspend(awaiting, std::move(token));
   }
   absl::StatusOr<Frame> await_resume() { return std::move(result_); }
@@ -186,7 +186,7 @@ void Client::Impl::Complete(CallAwaiter* call, absl::StatusOr<Frame> result) {
   if (options.executor != nullptr) {
     options.executor->Execute(handle);
   } else {
-    detail::Resume(handle);
+    sluice::detail::Resume(handle);
   }
 }
 

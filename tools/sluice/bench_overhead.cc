@@ -14,7 +14,7 @@
 namespace sluice::tools {
 namespace {
 
-constexpr int64_t kDefaultElements = int64_t{1} << 24;
+constexpr int64_t kOverheadDefaultElements = int64_t{1} << 24;
 constexpr int64_t kBatch = 256;
 
 // An optimisation barrier: the compiler must assume `x` is read and changed.
@@ -43,7 +43,7 @@ absl::StatusOr<int64_t> Drain(Iterator<T>& it) {
 }
 
 template <class Make>
-absl::StatusOr<Sample> Timed(int64_t elements, Make run) {
+absl::StatusOr<Sample> NanosPerElement(int64_t elements, Make run) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<int64_t> sum = run();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -56,14 +56,14 @@ absl::StatusOr<Sample> Timed(int64_t elements, Make run) {
 }
 
 absl::StatusOr<Sample> SluiceMap(int64_t n) {
-  return Timed(n, [n]() -> absl::StatusOr<int64_t> {
+  return NanosPerElement(n, [n]() -> absl::StatusOr<int64_t> {
     auto it = Range(n).Map(AddOne{}).MakeIterator();
     return Drain(it);
   });
 }
 
 absl::StatusOr<Sample> LoopMap(int64_t n) {
-  return Timed(n, [n]() -> absl::StatusOr<int64_t> {
+  return NanosPerElement(n, [n]() -> absl::StatusOr<int64_t> {
     int64_t sum = 0;
     for (int64_t i = 0; i < n; ++i) {
       int64_t x = i + 1;
@@ -75,14 +75,14 @@ absl::StatusOr<Sample> LoopMap(int64_t n) {
 }
 
 absl::StatusOr<Sample> SluiceChain(int64_t n) {
-  return Timed(n, [n]() -> absl::StatusOr<int64_t> {
+  return NanosPerElement(n, [n]() -> absl::StatusOr<int64_t> {
     auto it = Range(n).Map(AddOne{}).Filter(IsEven{}).Batch(kBatch).MakeIterator();
     return Drain(it);
   });
 }
 
 absl::StatusOr<Sample> LoopChain(int64_t n) {
-  return Timed(n, [n]() -> absl::StatusOr<int64_t> {
+  return NanosPerElement(n, [n]() -> absl::StatusOr<int64_t> {
     std::vector<int64_t> batch;
     batch.reserve(kBatch);
     int64_t sum = 0;
@@ -102,7 +102,7 @@ absl::StatusOr<Sample> LoopChain(int64_t n) {
 }
 
 absl::StatusOr<ScenarioResult> RunOverhead(const BenchConfig& config) {
-  const int64_t n = config.size.value_or(kDefaultElements);
+  const int64_t n = config.size.value_or(kOverheadDefaultElements);
   ScenarioResult result;
   result.scenario = "overhead";
   result.parameters.emplace_back("elements", absl::StrCat(n));
@@ -138,7 +138,7 @@ Scenario OverheadScenario() {
   s.name = "overhead";
   s.description = "per-element cost of synchronous op chains vs a hand-written loop";
   s.size_unit = "elements";
-  s.default_size = kDefaultElements;
+  s.default_size = kOverheadDefaultElements;
   s.run = RunOverhead;
   return s;
 }

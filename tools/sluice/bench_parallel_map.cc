@@ -16,7 +16,7 @@
 namespace sluice::tools {
 namespace {
 
-constexpr int64_t kDefaultElements = 4000;
+constexpr int64_t kParallelMapDefaultElements = 4000;
 
 struct Work {
   int64_t operator()(int64_t x) const {
@@ -30,7 +30,7 @@ struct Work {
 };
 
 template <class Run>
-absl::StatusOr<Sample> Timed(int64_t n, Run run) {
+absl::StatusOr<Sample> ElementsPerSecond(int64_t n, Run run) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<int64_t> count = run();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -42,7 +42,7 @@ absl::StatusOr<Sample> Timed(int64_t n, Run run) {
 }
 
 absl::StatusOr<Sample> SluiceMap(int64_t n, int threads, bool deterministic) {
-  return Timed(n, [&]() -> absl::StatusOr<int64_t> {
+  return ElementsPerSecond(n, [&]() -> absl::StatusOr<int64_t> {
     Options options;
     options.thread_pool_size = threads;
     auto ds = threads == 0 ? Range(n).Map(Work{}) : Range(n).Map(Work{}, threads, deterministic);
@@ -58,7 +58,7 @@ absl::StatusOr<Sample> SluiceMap(int64_t n, int threads, bool deterministic) {
 }
 
 absl::StatusOr<Sample> HandThreads(int64_t n, int threads) {
-  return Timed(n, [&]() -> absl::StatusOr<int64_t> {
+  return ElementsPerSecond(n, [&]() -> absl::StatusOr<int64_t> {
     std::vector<int64_t> counts(static_cast<size_t>(threads), 0);
     {
       std::vector<std::jthread> workers;
@@ -80,7 +80,7 @@ absl::StatusOr<Sample> HandThreads(int64_t n, int threads) {
 }
 
 absl::StatusOr<ScenarioResult> RunParallelMap(const BenchConfig& config) {
-  const int64_t n = config.size.value_or(kDefaultElements);
+  const int64_t n = config.size.value_or(kParallelMapDefaultElements);
   const int max_threads = BenchThreads(config);
   ScenarioResult result;
   result.scenario = "parallel-map";
@@ -136,7 +136,7 @@ Scenario ParallelMapScenario() {
   s.name = "parallel-map";
   s.description = "speed-up of a CPU-bound parallel Map over thread counts, deterministic and not";
   s.size_unit = "elements (about 10 us each)";
-  s.default_size = kDefaultElements;
+  s.default_size = kParallelMapDefaultElements;
   s.run = RunParallelMap;
   return s;
 }

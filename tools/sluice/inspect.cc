@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/absl_string_view.h"
 #include "io/tfrecord_format.h"
 #include "nlohmann/json.hpp"
 #include "tools/sluice/record_display.h"
@@ -22,11 +23,6 @@ std::string CompressionLabel(Compression compression) {
   const absl::string_view name = CompressionName(compression);
   return name.empty() ? "NONE" : std::string(name);
 }
-
-std::string_view Plural(uint64_t n) { return n == 1 ? "" : "s"; }
-
-// Abseil here is built with its own string_view, not std's.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 Json FeaturesJson(const Features& features) {
   Json out = Json::object();
@@ -226,7 +222,7 @@ void PrintSummary(const ErrorCounts& errors, uint64_t records, size_t shown, std
   const std::string_view crc = CrcVerdict(errors, records);
   if (crc == "bad") {
     const uint64_t bad = errors.of(Cause::kCrc);
-    out << "  crc: FAILED (" << bad << " bad record" << Plural(bad) << ")\n";
+    out << "  crc: FAILED (" << bad << " bad record" << PluralSuffix(bad) << ")\n";
   } else {
     out << "  crc: " << crc << "\n";
   }
@@ -319,7 +315,7 @@ std::string RecordRange::ToString() const { return absl::StrCat(begin, ":", end 
 absl::StatusOr<RecordRange> ParseRecordRange(std::string_view text) {
   const auto bad = [&](std::string_view why) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad record range \"", Av(text), "\": ", Av(why),
+        absl::StrCat("bad record range \"", AbslView(text), "\": ", AbslView(why),
                      " (expected A:B, A: or :B, a half-open range of indices)"));
   };
   const size_t colon = text.find(':');

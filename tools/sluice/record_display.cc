@@ -6,20 +6,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "engine/absl_string_view.h"
+#include "io/example_fields.h"
 #include "io/proto_wire.h"
 
 namespace sluice::tools {
 namespace {
 
-// tf.train.Example field numbers (example.proto, feature.proto).
-constexpr uint32_t kExampleFeatures = 1;  // also SequenceExample.context
-constexpr uint32_t kSequenceFeatureLists = 2;
-constexpr uint32_t kMapEntry = 1;  // Features.feature, FeatureLists.feature_list
-constexpr uint32_t kMapValue = 2;
-constexpr uint32_t kFeatureListFeature = 1;
-constexpr uint32_t kListValue = 1;
-constexpr uint32_t kFeatureBytesList = 1;
-constexpr uint32_t kFeatureInt64List = 3;
+using namespace example_fields;  // NOLINT(build/namespaces): the proto field numbers
+// Features.feature and FeatureLists.feature_list share the number.
+constexpr uint32_t kMapEntry = kFeaturesFeature;
 
 // The walks below count what the decoders would allocate: one item per map entry, step and value. They
 // return false at the first framing error, having counted everything before it, because the decoders
@@ -111,18 +107,13 @@ bool CountMap(std::string_view map, bool is_lists, uint64_t* items, uint64_t* en
   return true;
 }
 
-absl::string_view Plural(size_t n) { return n == 1 ? "" : "s"; }
-
-// Abseil here is built with its own string_view, not std's.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
 // Feature names are usually plain ASCII; anything else is shown escaped and quoted.
 std::string ShowName(std::string_view name) {
   const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
   });
   if (plain) return std::string(name);
-  return absl::StrCat("\"", absl::CHexEscape(Av(name)), "\"");
+  return absl::StrCat("\"", absl::CHexEscape(AbslView(name)), "\"");
 }
 
 std::string ShowBytes(const std::string& value, size_t max_bytes) {
@@ -135,7 +126,7 @@ std::string ShowBytes(const std::string& value, size_t max_bytes) {
 void PrintFeatureLine(std::string_view label, const Feature& feature, const ShowLimits& limits,
                       std::string_view indent, std::ostream& out) {
   out << indent << label << FeatureKindName(feature.kind) << ", " << feature.size() << " value"
-      << Plural(feature.size()) << " " << FormatValues(feature, limits) << "\n";
+      << PluralSuffix(feature.size()) << " " << FormatValues(feature, limits) << "\n";
 }
 
 void PrintFeatures(const Features& features, const ShowLimits& limits, std::string_view label_prefix,
@@ -143,7 +134,8 @@ void PrintFeatures(const Features& features, const ShowLimits& limits, std::stri
   size_t shown = 0;
   for (const auto& [name, feature] : features) {
     if (shown++ == limits.features) break;
-    PrintFeatureLine(absl::StrCat(Av(label_prefix), ShowName(name), ": "), feature, limits, indent, out);
+    PrintFeatureLine(absl::StrCat(AbslView(label_prefix), ShowName(name), ": "), feature, limits, indent,
+                     out);
   }
   if (features.size() > limits.features) {
     out << indent << "... (" << features.size() - limits.features << " more features)\n";
@@ -260,11 +252,12 @@ std::string RecordHeadline(const RecordDisplay& record) {
   switch (record.kind) {
     case RecordKind::kExample:
       return absl::StrCat("tf.train.Example, ", record.example.features.size(), " feature",
-                          Plural(record.example.features.size()));
+                          PluralSuffix(record.example.features.size()));
     case RecordKind::kSequenceExample:
       return absl::StrCat("tf.train.SequenceExample, ", record.sequence.context.size(), " context feature",
-                          Plural(record.sequence.context.size()), ", ", record.sequence.feature_lists.size(),
-                          " feature list", Plural(record.sequence.feature_lists.size()));
+                          PluralSuffix(record.sequence.context.size()), ", ",
+                          record.sequence.feature_lists.size(), " feature list",
+                          PluralSuffix(record.sequence.feature_lists.size()));
     case RecordKind::kNotExample:
       return absl::StrCat("not a tf.train.Example (", record.bytes, " bytes): ", record.why);
     case RecordKind::kTooLarge:
@@ -286,11 +279,12 @@ void PrintRecordBody(const RecordDisplay& record, const ShowLimits& limits, std:
     if (lists_shown++ == limits.features) break;
     size_t values = 0;
     for (const Feature& step : steps) values += step.size();
-    out << indent << "list " << ShowName(name) << ": " << steps.size() << " step" << Plural(steps.size())
-        << ", " << values << " value" << Plural(values) << "\n";
+    out << indent << "list " << ShowName(name) << ": " << steps.size() << " step"
+        << PluralSuffix(steps.size()) << ", " << values << " value" << PluralSuffix(values) << "\n";
     const size_t steps_shown = std::min(steps.size(), limits.steps);
     for (size_t i = 0; i < steps_shown; ++i) {
-      PrintFeatureLine(absl::StrCat("[", i, "] "), steps[i], limits, absl::StrCat(Av(indent), "  "), out);
+      PrintFeatureLine(absl::StrCat("[", i, "] "), steps[i], limits, absl::StrCat(AbslView(indent), "  "),
+                       out);
     }
     if (limits.steps > 0 && steps.size() > steps_shown) {
       out << indent << "  ... (" << steps.size() - steps_shown << " more steps)\n";

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/string_view.h"
 #include "sluice/io/example.h"
 
 namespace sluice::tools {
@@ -63,6 +64,9 @@ struct RecordDisplay {
 };
 
 // `record_name` names the record in decoding errors ("record 7").
+// "s" unless n is 1: "1 feature", "2 features".
+inline absl::string_view PluralSuffix(uint64_t n) { return n == 1 ? "" : "s"; }
+
 RecordDisplay DecodeForDisplay(std::string_view record, const DisplayBudget& budget,
                                std::string_view record_name = "");
 
