@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/absl_string_view.h"
 #include "engine/xxhash64.h"
 #include "io/proto_wire.h"
 #include "sluice/ops/iterator_state.h"
@@ -163,6 +164,20 @@ absl::Status ParseNode(std::string_view bytes, CheckpointReader::Node* node) {
 }
 
 }  // namespace
+
+absl::Status CheckCompactCheckpoints(const OpNode& root) {
+  absl::Status refused;
+  ForEachNodePath(root, [&refused](const OpNode& node, const std::string& path) {
+    if (node.keeps_compact_state()) return true;
+    refused = absl::InvalidArgumentError(absl::StrCat(
+        "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
+        " cannot keep its place without its elements: ", Display(node),
+        "; compact mode takes sources with positions, Map, Filter, ParseExample, sequential Batch, Take, "
+        "Skip, Repeat and Prefetch (set Options::compact_checkpoints to false for full checkpoints)"));
+    return false;
+  });
+  return refused;
+}
 
 absl::Status CheckpointWriter::Unsupported(std::string_view path, std::string_view why) const {
   std::string op = "an op";

@@ -130,6 +130,9 @@ class GroupStream final : public Stream<std::vector<T>> {
   }
   template <class U = T>
   requires HasElementCodec<U>
+  void MarkState(MarkWriter& mark, int64_t batch_index) const { mark.Write(batch_index, elements_, ended_); }
+  template <class U = T>
+  requires HasElementCodec<U>
   static absl::StatusOr<std::unique_ptr<GroupStream>> Restore(NodePtr<T> input_node,
                                                               IteratorContextPtr context,
                                                               const CheckpointReader& reader,
@@ -150,6 +153,7 @@ class GroupStream final : public Stream<std::vector<T>> {
     return stream;
   }
   Stream<T>& input() { return *input_; }
+  const Stream<T>& input() const { return *input_; }
 
  private:
   std::unique_ptr<Stream<T>> input_;
@@ -184,6 +188,9 @@ class BatchNode final : public Node<Batched<T>> {
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "Batch"; }
+  bool keeps_compact_state() const override {
+    return HasElementCodec<T> && (num_parallel_calls_ == 0 || num_parallel_calls_ == 1);
+  }
   std::vector<Param> params() const override {
     std::vector<Param> params = {{"batch_size", batch_size_},
                                  {"drop_remainder", drop_remainder_},
@@ -299,6 +306,14 @@ class BatchNode final : public Node<Batched<T>> {
       } else {
         groups_->WriteState(writer.get(), path, index_);
         return groups_->input().Save(std::move(writer), ChildNodePath(path, 0));
+      }
+    }
+    bool Mark(MarkWriter& mark) const override {
+      if constexpr (!HasElementCodec<T>) {
+        return false;
+      } else {
+        groups_->MarkState(mark, index_);
+        return mark.Input(0, groups_->input());
       }
     }
 

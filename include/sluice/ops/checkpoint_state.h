@@ -65,6 +65,10 @@ class SLUICE_EXPORT CheckpointWriter {
     std::string& bytes = sections_[std::string(path)];
     (ElementCodec<Ts>::Encode(values, &bytes), ...);
   }
+  // A section written elsewhere (a StreamMark's).
+  void WriteRaw(std::string_view path, std::string_view bytes) {
+    sections_[std::string(path)] = std::string(bytes);
+  }
   // A source's position (sluice/ops/stream.h).
   void WritePosition(std::string_view path, int64_t index, uint64_t offset) {
     WriteState(path, index, offset);
@@ -150,6 +154,11 @@ class SLUICE_EXPORT CheckpointReader {
   std::vector<Node> nodes_;
   std::map<std::string, size_t, std::less<>> by_path_;
 };
+
+// Options::compact_checkpoints: OK when every node of `root` keeps a compact state
+// (OpNode::keeps_compact_state); otherwise InvalidArgument naming the first node that does not, its path
+// and its params.
+SLUICE_EXPORT absl::Status CheckCompactCheckpoints(const OpNode& root);
 
 // SaveToFile's write: `bytes` to a temporary file next to `path`, fsync, rename over `path`, fsync of the
 // directory; a crash leaves the old file or the new one, never a torn one.

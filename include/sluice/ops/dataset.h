@@ -90,8 +90,16 @@ class Dataset {
   int64_t Cardinality() const { return node_->cardinality(); }
   std::string DebugString() const { return sluice::DebugString(*node_); }
 
+  // With Options::compact_checkpoints on a pipeline that cannot keep a compact state, the iterator's one
+  // element is the InvalidArgument naming the op (CheckCompactCheckpoints).
   Iterator<T> MakeIterator(Options options = {}) const {
     IteratorContextPtr shared = MakeContext(options);
+    if (options.compact_checkpoints) {
+      if (absl::Status refused = CheckCompactCheckpoints(*node_); !refused.ok()) {
+        NodePtr<T> error = ops::MakeErrorSource<T>("MakeIterator", std::move(refused));
+        return Iterator<T>(error->MakeStream(shared), shared, error);
+      }
+    }
     return Iterator<T>(node_->MakeStream(shared), shared, node_);
   }
 
@@ -100,6 +108,9 @@ class Dataset {
   // pipeline (naming the first differing op) or holds an op this build cannot restore; DataLoss when
   // the state is truncated or corrupt.
   absl::StatusOr<Iterator<T>> RestoreIterator(std::string_view state, Options options = {}) const {
+    if (options.compact_checkpoints) {
+      if (absl::Status refused = CheckCompactCheckpoints(*node_); !refused.ok()) return refused;
+    }
     absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(state, node_);
     if (!reader.ok()) return reader.status();
     std::shared_ptr<IteratorContext> context = MakeContext(options);

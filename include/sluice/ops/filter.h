@@ -20,6 +20,7 @@ class FilterNode final : public Node<T> {
   FilterNode(NodePtr<T> input, P predicate, FunctionParam function)
       : input_(std::move(input)), predicate_(std::move(predicate)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Filter"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override { return {{"predicate", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
@@ -62,6 +63,10 @@ class FilterNode final : public Node<T> {
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, index_);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(index_);
+      return mark.Input(0, *input_);
     }
 
     int64_t index_ = 0;

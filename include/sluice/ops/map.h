@@ -21,6 +21,7 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
   MapNode(NodePtr<T> input, F f, FunctionParam function)
       : input_(std::move(input)), f_(std::move(f)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Map"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override { return {{"f", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
@@ -59,6 +60,10 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, index_);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(index_);
+      return mark.Input(0, *input_);
     }
 
     int64_t index_ = 0;

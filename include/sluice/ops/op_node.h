@@ -125,6 +125,9 @@ class SLUICE_EXPORT OpNode {
     (void)state;
     return std::nullopt;
   }
+  // Compact checkpoints (Options::compact_checkpoints): true when this node's streams can Mark their
+  // place without elements. The iterator checks every node; the inputs answer for themselves.
+  virtual bool keeps_compact_state() const { return false; }
   // Puts what SaveResource returned into a restoring iterator's `state`, before any stream is made.
   virtual absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const {
     (void)state;
@@ -138,6 +141,10 @@ class Node : public OpNode {
  public:
   using element_type = T;
   std::string element_type_name() const override { return ElementTypeName<T>(); }
+  // Sources with positions mark them (Stream::Mark's default).
+  bool keeps_compact_state() const override {
+    return dynamic_cast<const PositionedSource<T>*>(this) != nullptr;
+  }
   virtual std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const = 0;
   // A stream continuing from the state saved at `path` (docs/checkpoint.md): what Stream::Save wrote
   // there, inputs restored from their child paths. Never a live stream rewound. The default restores a

@@ -7,6 +7,12 @@
 //   pool of N threads.
 // autotune / cpu_budget / ram_budget_bytes: limits for the tuner of kAutotune parameters (0 = the
 //   machine's cores / half its memory).
+// compact_checkpoints: Iterator::Save writes source positions and counters, never buffered elements, so
+//   the state stays small whatever the buffer sizes; the elements a Prefetch had buffered are read again
+//   after a restore. Only for pipelines whose every op can keep its place that way (OpNode::
+//   keeps_compact_state: sources with positions, Map, Filter, ParseExample, sequential Batch, Take, Skip,
+//   Repeat, Prefetch); MakeIterator and RestoreIterator refuse any other with InvalidArgument naming the
+//   first op that cannot (docs/checkpoint.md).
 #ifndef SLUICE_OPS_OPTIONS_H_
 #define SLUICE_OPS_OPTIONS_H_
 
@@ -20,6 +26,7 @@ struct Options {
   bool autotune = true;
   int cpu_budget = 0;
   int64_t ram_budget_bytes = 0;
+  bool compact_checkpoints = false;
 };
 
 }  // namespace sluice

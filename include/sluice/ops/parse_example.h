@@ -92,6 +92,7 @@ class ParseExampleNode final : public Node<ParsedExample> {
   ParseExampleNode(NodePtr<In> input, ExampleParser parser)
       : input_(std::move(input)), parser_(std::move(parser)) {}
   std::string_view op_name() const override { return "ParseExample"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override {
     return {{"spec", ParseSpecParam(parser_.spec())},
             {"batched", std::same_as<In, std::vector<std::string>>}};
@@ -135,6 +136,10 @@ class ParseExampleNode final : public Node<ParsedExample> {
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, index_);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(index_);
+      return mark.Input(0, *input_);
     }
 
     int64_t index_ = 0;  // set by RestoreStream

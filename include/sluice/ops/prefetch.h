@@ -69,15 +69,32 @@ class [[nodiscard]] AwaitWithStopToken {
   std::optional<typename Task<T>::Awaiter> awaiter_;
 };
 
+// Compact checkpoints: an element with the mark of the input right after it was pulled, which is where
+// the input stands once the consumer has the element.
+template <class T>
+struct MarkedElement {
+  absl::StatusOr<T> element;
+  StreamMark after;
+};
+template <class T>
+absl::StatusOr<T>& ElementOf(absl::StatusOr<T>& slot) {
+  return slot;
+}
+template <class T>
+absl::StatusOr<T>& ElementOf(MarkedElement<T>& slot) {
+  return slot.element;
+}
+
 // `element_bytes`: where to keep the average element size (nullptr: not tuned, not measured).
 // Two stops: the task's own (its scope's), requested by a teardown and by a save's pause, ends the loop
 // and interrupts a waiting push, whose element goes to `unpushed`; `teardown`, requested by a teardown
 // only, is what the input's calls and user functions see, because the inputs cannot resume after a
 // cancelled read (a file reader ends), so a pause lets the call in flight finish.
-template <class T>
-Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>>* buffer,
+// `marks`: the writer for MarkedElement slots (unused for plain ones).
+template <class T, class Slot>
+Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<Slot>* buffer,
                    std::atomic<int64_t>* element_bytes, std::atomic<int64_t>* busy_tasks,
-                   const std::stop_token* teardown, std::optional<absl::StatusOr<T>>* unpushed) {
+                   const std::stop_token* teardown, std::optional<Slot>* unpushed, MarkWriter* marks) {
   co_await pool->Schedule();
   const std::stop_token stop = co_await CurrentStopToken();
   absl::StatusOr<T> element;
@@ -93,7 +110,15 @@ Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<absl::StatusOr<T>
       continue;
     }
     if (element_bytes != nullptr) NoteElementBytes(element_bytes, ApproxElementBytes(element));
-    auto push = buffer->Push(std::move(element));
+    Slot slot;
+    if constexpr (std::is_same_v<Slot, absl::StatusOr<T>>) {
+      slot = std::move(element);
+    } else {
+      slot.element = std::move(element);
+      marks->Begin(&slot.after);
+      input->Mark(*marks);  // the node accepted compact mode, so every stream below marks
+    }
+    auto push = buffer->Push(std::move(slot));
     absl::Status pushed = co_await push;
     if (!pushed.ok()) {  // closed or cancelled: the consumer is gone, or a save pauses this producer
       if (unpushed != nullptr) *unpushed = std::move(push.value());
@@ -111,6 +136,7 @@ class PrefetchNode final : public Node<T> {
  public:
   PrefetchNode(NodePtr<T> input, int64_t buffer_size) : input_(std::move(input)), buffer_size_(buffer_size) {}
   std::string_view op_name() const override { return "Prefetch"; }
+  bool keeps_compact_state() const override { return HasElementCodec<T>; }
   std::vector<Param> params() const override { return {{"buffer_size", buffer_size_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
@@ -123,8 +149,14 @@ class PrefetchNode final : public Node<T> {
     ThreadPool* pool = context->pool;
     std::shared_ptr<AsyncScope> teardowns = context->teardowns;
     std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
-    return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), input_->MakeStream(std::move(context)),
-                                                            pool, capacity, tuner, busy_tasks);
+    if constexpr (HasElementCodec<T>) {
+      if (context->options.compact_checkpoints) {
+        return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
+            std::move(teardowns), input_->MakeStream(std::move(context)), pool, capacity, tuner, busy_tasks);
+      }
+    }
+    return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
+        std::move(teardowns), input_->MakeStream(std::move(context)), pool, capacity, tuner, busy_tasks);
   }
   // State: the elements the producer had buffered (they come out first), then the input at /0.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
@@ -143,17 +175,27 @@ class PrefetchNode final : public Node<T> {
       ThreadPool* pool = context->pool;
       std::shared_ptr<AsyncScope> teardowns = context->teardowns;
       std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
+      const bool compact = context->options.compact_checkpoints;
       auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
       if (!input.ok()) return input.status();
       std::deque<absl::StatusOr<T>> carry(std::make_move_iterator(buffered.begin()),
                                           std::make_move_iterator(buffered.end()));
-      return detail_teardown::MakeAsyncStream<PrefetchStream>(std::move(teardowns), std::move(*input), pool,
-                                                              capacity, tuner, busy_tasks, std::move(carry));
+      if (compact) {
+        return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
+            std::move(teardowns), std::move(*input), pool, capacity, tuner, busy_tasks, std::move(carry));
+      }
+      return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
+          std::move(teardowns), std::move(*input), pool, capacity, tuner, busy_tasks, std::move(carry));
     }
   }
 
  private:
+  // Slot: absl::StatusOr<T>, or MarkedElement<T> for compact checkpoints: then a save writes the mark
+  // of the last element returned instead of the buffer, without pausing the producer.
+  template <class Slot>
   class PrefetchStream final : public Stream<T>, public Tunable {
+    static constexpr bool kCompact = !std::is_same_v<Slot, absl::StatusOr<T>>;
+
    public:
     PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner,
                    std::atomic<int64_t>* busy_tasks, std::deque<absl::StatusOr<T>> carry = {})
@@ -166,6 +208,10 @@ class PrefetchNode final : public Node<T> {
       if (tuned_) {
         buffer_.SetLimit(kInitialAutotunePrefetch);
         registration_.emplace(tuner, this);
+      }
+      if constexpr (kCompact) {
+        marks_.Begin(&returned_mark_);
+        marked_ = input_->Mark(marks_);
       }
     }
     // Joined here only when nothing runs any more: made under an AsyncStreamOwner, which joins (or, on
@@ -185,8 +231,8 @@ class PrefetchNode final : public Node<T> {
       if (!started_) {
         started_ = true;
         std::atomic<int64_t>* element_bytes = tuned_ ? &element_bytes_ : nullptr;
-        scope_->Spawn(detail_prefetch::Produce<T>(pool_, input_.get(), &buffer_, element_bytes, busy_tasks_,
-                                                  &teardown_token_, &unpushed_));
+        scope_->Spawn(detail_prefetch::Produce<T, Slot>(pool_, input_.get(), &buffer_, element_bytes,
+                                                        busy_tasks_, &teardown_token_, &unpushed_, &marks_));
       }
       if (!carry_.empty()) [[unlikely]] {  // buffered before a save or a restore: they come first
         *out = std::move(carry_.front());
@@ -195,12 +241,12 @@ class PrefetchNode final : public Node<T> {
       }
       if (waited_) {
         PollState state = *waited_ ? PollState::kReady : PollState::kEnd;
-        if (*waited_) *out = std::move(**waited_);
+        if (*waited_) Take(std::move(**waited_), out);
         if (state == PollState::kReady) waited_.reset();
         return state;
       }
-      if (std::optional<absl::StatusOr<T>> element = buffer_.TryPop()) {
-        *out = std::move(*element);
+      if (std::optional<Slot> slot = buffer_.TryPop()) {
+        Take(std::move(*slot), out);
         return PollState::kReady;
       }
       if (buffer_.closed() && buffer_.size() == 0) return PollState::kEnd;
@@ -210,8 +256,24 @@ class PrefetchNode final : public Node<T> {
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       if constexpr (!HasElementCodec<T>) {
         return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+      } else if constexpr (kCompact) {
+        // The input stood at returned_mark_ when the consumer took its last element; the carry (a full
+        // state's elements, restored) comes before anything the producer pulled.
+        if (!marked_) return Stream<T>::SaveResult(writer->Unsupported(ChildNodePath(path, 0)));
+        writer->WriteState(path, std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()));
+        returned_mark_.WriteTo(writer.get(), ChildNodePath(path, 0));
+        return Stream<T>::SaveResult(absl::OkStatus());
       } else {
         return SaveBuffered(this, std::move(writer), std::move(path));
+      }
+    }
+    bool Mark(MarkWriter& mark) const override {
+      if constexpr (!kCompact) {
+        return false;
+      } else {
+        mark.Write(std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()));
+        mark.AppendInputMark(0, returned_mark_);
+        return marked_;
       }
     }
 
@@ -228,6 +290,10 @@ class PrefetchNode final : public Node<T> {
     }
 
    private:
+    void Take(Slot&& slot, absl::StatusOr<T>* out) {
+      *out = std::move(detail_prefetch::ElementOf<T>(slot));
+      if constexpr (kCompact) returned_mark_ = std::move(slot.after);
+    }
     static Task<absl::Status> SaveBuffered(PrefetchStream* self, std::shared_ptr<CheckpointWriter> writer,
                                            std::string path) {
       if (self->started_) {
@@ -258,7 +324,7 @@ class PrefetchNode final : public Node<T> {
       const auto start = std::chrono::steady_clock::now();
       // Resume through the pool, never inline inside the producer's Push: a consumer that then
       // destroyed this stream would join a producer suspended beneath it on the same stack.
-      absl::StatusOr<std::optional<absl::StatusOr<T>>> popped = co_await self->buffer_.Pop(self->pool_);
+      absl::StatusOr<std::optional<Slot>> popped = co_await self->buffer_.Pop(self->pool_);
       if (self->tuned_) {
         self->AddConsumerWait(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
@@ -271,12 +337,15 @@ class PrefetchNode final : public Node<T> {
     // scope, and the destructor joins the scope explicitly before any member goes.
     std::unique_ptr<Stream<T>> input_;
     ThreadPool* pool_;
-    Channel<absl::StatusOr<T>> buffer_;
+    Channel<Slot> buffer_;
     // Set by WaitReady: the popped element, or an empty optional at the end of the stream.
-    std::optional<std::optional<absl::StatusOr<T>>> waited_;
+    std::optional<std::optional<Slot>> waited_;
     // Elements buffered when the stream was saved or restored: they come out before the buffer's.
     std::deque<absl::StatusOr<T>> carry_;
-    std::optional<absl::StatusOr<T>> unpushed_;  // written by a stopped producer, read after its join
+    std::optional<Slot> unpushed_;  // written by a stopped producer, read after its join
+    MarkWriter marks_;              // compact: the producer's (the constructor's before it starts)
+    StreamMark returned_mark_;      // compact: the input's place after the last element returned
+    bool marked_ = false;           // compact: the input marks (the node check makes it so)
     std::stop_source teardown_;
     const std::stop_token teardown_token_ = teardown_.get_token();
     bool started_ = false;

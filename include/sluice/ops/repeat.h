@@ -18,6 +18,7 @@ class RepeatNode final : public Node<T> {
  public:
   RepeatNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Repeat"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
@@ -74,6 +75,10 @@ class RepeatNode final : public Node<T> {
       writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr);
       if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr);
+      return !input_ || mark.Input(0, *input_);
     }
 
    private:

@@ -22,6 +22,10 @@
 //   WaitReady is running. A Task so that an async op can pause its producer without blocking a thread;
 //   the default saves position() when there is one and otherwise fails with FailedPrecondition naming
 //   the op. Nothing of it runs unless someone saves.
+// - Mark(mark): compact checkpoints (Options::compact_checkpoints) only. Writes what Save would, through a
+//   MarkWriter (sluice/ops/stream_mark.h), synchronously and without elements; false when this stream
+//   cannot (the iterator refuses compact mode for such pipelines before any stream runs). Called by the
+//   stream's consumer between Poll calls. The default marks position() when there is one.
 #ifndef SLUICE_OPS_STREAM_H_
 #define SLUICE_OPS_STREAM_H_
 
@@ -34,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/engine/task.h"
 #include "sluice/ops/checkpoint_state.h"
+#include "sluice/ops/stream_mark.h"
 
 namespace sluice {
 
@@ -71,6 +76,13 @@ class Stream {
       return SaveResult(absl::OkStatus());
     }
     return SaveResult(writer->Unsupported(path));
+  }
+  // See the contract above.
+  virtual bool Mark(MarkWriter& mark) const {
+    std::optional<SourcePosition> at = position();
+    if (!at) return false;
+    mark.Write(at->index, at->offset);
+    return true;
   }
 
  protected:

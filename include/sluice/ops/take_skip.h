@@ -19,6 +19,7 @@ class TakeNode final : public Node<T> {
  public:
   TakeNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Take"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
@@ -68,6 +69,10 @@ class TakeNode final : public Node<T> {
       if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(remaining_, input_ != nullptr);
+      return !input_ || mark.Input(0, *input_);
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
@@ -83,6 +88,7 @@ class SkipNode final : public Node<T> {
  public:
   SkipNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Skip"; }
+  bool keeps_compact_state() const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
@@ -121,6 +127,10 @@ class SkipNode final : public Node<T> {
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, to_skip_);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(to_skip_);
+      return mark.Input(0, *input_);
     }
 
    private:

@@ -61,6 +61,7 @@ class AsyncStreamOwner final : public Stream<typename Impl::element_type>, publi
   PollState Poll(absl::StatusOr<T>* out) override { return impl_->Poll(out); }
   Task<void> WaitReady() override { return impl_->WaitReady(); }
   std::optional<SourcePosition> position() const override { return impl_->position(); }
+  bool Mark(MarkWriter& mark) const override { return impl_->Mark(mark); }
   Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
     return impl_->Save(std::move(writer), std::move(path));
   }

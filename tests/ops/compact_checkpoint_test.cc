@@ -1,0 +1,190 @@
+// Compact checkpoints (Options::compact_checkpoints, docs/checkpoint.md): states of source positions and
+// counters only, whatever the buffers hold, restoring exactly; pipelines that cannot are refused.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "engine/xxhash64.h"
+#include "gtest/gtest.h"
+#include "sluice/ops/dataset.h"
+#include "tests/ops/checkpoint_helpers.h"
+#include "tests/test_util.h"
+
+namespace sluice::compact_checkpoint_test {
+namespace {
+
+using checkpoint_testing::Elements;
+using checkpoint_testing::MaybeFail;
+using checkpoint_testing::Pull;
+using checkpoint_testing::Show;
+
+constexpr size_t kAll = 100000;
+
+Options Compact() {
+  Options options;
+  options.compact_checkpoints = true;
+  return options;
+}
+
+std::vector<std::string> TaxiShards() {
+  std::vector<std::string> files;
+  for (int i = 0; i < 3; ++i) {
+    files.push_back(testing_util::SharedTFRecord(
+        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+  }
+  return files;
+}
+
+ParseSpec FareSpec() {
+  ParseSpec spec;
+  spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});
+  spec.var.push_back(VarLenFeature{"trip_seconds", DType::kInt64});
+  return spec;
+}
+
+int64_t HashOf(const ParsedExample& parsed) {
+  std::string bytes;
+  ElementCodec<ParsedExample>::Encode(parsed, &bytes);
+  return static_cast<int64_t>(XxHash64(bytes) % 1000000007);
+}
+
+int64_t HashOf(const std::vector<int64_t>& batch) {
+  const std::string_view bytes(reinterpret_cast<const char*>(batch.data()), batch.size() * sizeof(int64_t));
+  return static_cast<int64_t>(XxHash64(bytes) % 1000000007);
+}
+
+// The file pipeline: TFRecord -> ParseExample -> Map -> Batch -> Prefetch(64), and a last Map
+// that turns each batch into one number for comparing.
+Dataset<int64_t> FilePipeline() {
+  return TFRecord(TaxiShards(), Compression::kGzip)
+      .ParseExample(FareSpec())
+      .Map([](ParsedExample parsed) { return HashOf(parsed); }, "hash")
+      .Batch(16)
+      .Prefetch(64)
+      .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+}
+
+// Saves after `cut` elements with `options`, restores, and checks prefix + rest == full. Returns the
+// state's size.
+size_t CheckCut(const Dataset<int64_t>& ds, const Elements& full, size_t cut, const Options& options,
+                const std::string& what) {
+  Iterator<int64_t> it = ds.MakeIterator(options);
+  Elements prefix = Pull(it, cut);
+  absl::StatusOr<std::string> state = it.SaveBlocking();
+  EXPECT_TRUE(state.ok()) << what << "\n" << state.status();
+  if (!state.ok()) return 0;
+  Elements live = Pull(it, kAll);
+  { Iterator<int64_t> dropped = std::move(it); }
+  absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, options);
+  EXPECT_TRUE(restored.ok()) << what << "\n" << restored.status();
+  if (!restored.ok()) return 0;
+  Elements rest = Pull(*restored, kAll);
+  Elements joined = prefix;
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  EXPECT_EQ(joined.size(), full.size()) << what << " cut at " << cut;
+  for (size_t i = 0; i < std::min(joined.size(), full.size()); ++i) {
+    if (joined[i] != full[i]) {
+      ADD_FAILURE() << what << " cut at " << cut << ", element " << i << ": " << Show(joined[i]) << " vs "
+                    << Show(full[i]);
+      break;
+    }
+  }
+  EXPECT_EQ(live, rest) << what << ": the saving iterator went on differently after the save";
+  return state->size();
+}
+
+TEST(CompactCheckpointTest, FilePipelineStateStaysSmallAndRestoresExactly) {
+  const Dataset<int64_t> ds = FilePipeline();
+  Iterator<int64_t> whole = ds.MakeIterator();
+  const Elements full = Pull(whole, kAll);
+  ASSERT_GT(full.size(), 40u);
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, full.size() / 2, full.size() - 1, full.size()}) {
+    const size_t compact = CheckCut(ds, full, cut, Compact(), "compact");
+    EXPECT_GT(compact, 0u);
+    EXPECT_LT(compact, 1024u) << "cut at " << cut;
+  }
+}
+
+TEST(CompactCheckpointTest, NestedPrefetchesFiltersAndRepeatsRestoreExactly) {
+  const Dataset<int64_t> ds =
+      Range(0, 300)
+          .Map(MaybeFail, "maybe_fail")
+          .Prefetch(8)
+          .Filter([](int64_t x) { return x % 3 != 0; }, "not_three")
+          .Skip(5)
+          .Take(150)
+          .Repeat(2)
+          .Prefetch(4)
+          .Batch(7)
+          .Prefetch(3)
+          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+  Iterator<int64_t> whole = ds.MakeIterator();
+  const Elements full = Pull(whole, kAll);
+  ASSERT_GT(full.size(), 30u);
+  for (size_t cut = 0; cut <= full.size(); cut += 5) {
+    const size_t size = CheckCut(ds, full, cut, Compact(), "nested");
+    EXPECT_LT(size, 1024u) << "cut at " << cut;
+  }
+}
+
+TEST(CompactCheckpointTest, FullStateRestoresIntoACompactIteratorAndSavesAgain) {
+  const Dataset<int64_t> ds = Range(0, 200).Map(MaybeFail, "maybe_fail").Prefetch(16);
+  Iterator<int64_t> whole = ds.MakeIterator();
+  const Elements full = Pull(whole, kAll);
+  Iterator<int64_t> it = ds.MakeIterator();
+  Elements seen = Pull(it, 10);
+  absl::StatusOr<std::string> state = it.SaveBlocking();
+  ASSERT_TRUE(state.ok()) << state.status();
+  absl::StatusOr<Iterator<int64_t>> compact = ds.RestoreIterator(*state, Compact());
+  ASSERT_TRUE(compact.ok()) << compact.status();
+  // Save again while the restored elements are still coming out, and after.
+  for (size_t step : {size_t{3}, size_t{40}}) {
+    Elements more = Pull(*compact, step);
+    seen.insert(seen.end(), more.begin(), more.end());
+    absl::StatusOr<std::string> again = compact->SaveBlocking();
+    ASSERT_TRUE(again.ok()) << again.status();
+    absl::StatusOr<Iterator<int64_t>> next = ds.RestoreIterator(*again, Compact());
+    ASSERT_TRUE(next.ok()) << next.status();
+    *compact = std::move(*next);
+  }
+  Elements rest = Pull(*compact, kAll);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_EQ(seen, full);
+}
+
+TEST(CompactCheckpointTest, PipelineThatCannotIsRefusedNamingTheOp) {
+  const Dataset<int64_t> ds = Range(0, 100).Shuffle(10, 7).Map(MaybeFail, "maybe_fail").Prefetch(4);
+  Iterator<int64_t> it = ds.MakeIterator(Compact());
+  absl::StatusOr<std::optional<int64_t>> first = it.NextBlocking();
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(first.status().message().find("Shuffle at /0/0"), std::string::npos) << first.status();
+  EXPECT_NE(first.status().message().find("compact"), std::string::npos) << first.status();
+
+  Iterator<int64_t> plain = ds.MakeIterator();
+  Pull(plain, 5);
+  absl::StatusOr<std::string> state = plain.SaveBlocking();
+  ASSERT_TRUE(state.ok()) << state.status();
+  absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, Compact());
+  ASSERT_FALSE(restored.ok());
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(restored.status().message().find("Shuffle at /0/0"), std::string::npos) << restored.status();
+}
+
+TEST(CompactCheckpointTest, ParallelMapIsRefusedUntilItMarks) {
+  const Dataset<int64_t> ds = Range(0, 100).Map(MaybeFail, 2, true, "maybe_fail");
+  Iterator<int64_t> it = ds.MakeIterator(Compact());
+  absl::StatusOr<std::optional<int64_t>> first = it.NextBlocking();
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.status().message().find("ParallelMap at /"), std::string::npos) << first.status();
+}
+
+}  // namespace
+}  // namespace sluice::compact_checkpoint_test
