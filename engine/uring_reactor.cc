@@ -92,6 +92,9 @@ UringReactor::~UringReactor() {
     (void)ignored;
     thread_.join();
   }
+  // A poster whose item already ran may still be about to write the eventfd (a few instructions and one
+  // syscall away), so it is not closed under it.
+  while (posters_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   if (ring_ready_) io_uring_queue_exit(&ring_);
   if (eventfd_ >= 0) ::close(eventfd_);
 }
@@ -106,6 +109,7 @@ void UringReactor::PostItem(Posted item) {
     local_.push_back(item);
     return;
   }
+  posters_.fetch_add(1, std::memory_order_acq_rel);
   queue_.enqueue(item);
   // Pairs with the fence after the reactor clears wake_pending_: either it sees our item in its next
   // drain, or we see the flag cleared and write the eventfd. Without it both could miss (store-load).
@@ -115,6 +119,7 @@ void UringReactor::PostItem(Posted item) {
     ssize_t ignored = ::write(eventfd_, &one, sizeof(one));
     (void)ignored;  // an eventfd write only fails on counter overflow, which still leaves it readable
   }
+  posters_.fetch_sub(1, std::memory_order_release);  // the last touch of this reactor
 }
 
 void UringReactor::ArmEventfd() {

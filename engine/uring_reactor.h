@@ -186,6 +186,9 @@ class UringReactor final : public Reactor {
   moodycamel::ConcurrentQueue<Posted> queue_;
   // Set by a poster that wrote the eventfd; cleared by the reactor before it drains the queue.
   std::atomic<bool> wake_pending_{false};
+  // Threads inside PostItem's off-thread path. Once its item is queued, the reactor may run it and its
+  // owner destroy the reactor before the poster's eventfd write; the destructor waits for this to be 0.
+  std::atomic<int> posters_{0};
   std::atomic<bool> stop_{false};
   // Operations posted and not yet finished; checked by the destructor's assertion.
   std::atomic<int64_t> outstanding_{0};
