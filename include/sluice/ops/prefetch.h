@@ -85,6 +85,19 @@ absl::StatusOr<T>& ElementOf(MarkedElement<T>& slot) {
   return slot.element;
 }
 
+// The slot of an element just pulled from `input`: the element itself, or it with the input's mark.
+template <class T, class Slot>
+Slot MakeSlot(absl::StatusOr<T>&& element, const Stream<T>& input, MarkWriter* marks) {
+  if constexpr (std::is_same_v<Slot, absl::StatusOr<T>>) {
+    return std::move(element);
+  } else {
+    Slot slot{std::move(element), {}};
+    marks->Begin(&slot.after);
+    input.Mark(*marks);  // the node accepted compact mode, so every stream below marks
+    return slot;
+  }
+}
+
 // `element_bytes`: where to keep the average element size (nullptr: not tuned, not measured).
 // Two stops: the task's own (its scope's), requested by a teardown and by a save's pause, ends the loop
 // and interrupts a waiting push, whose element goes to `unpushed`; `teardown`, requested by a teardown
@@ -110,15 +123,7 @@ Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<Slot>* buffer,
       continue;
     }
     if (element_bytes != nullptr) NoteElementBytes(element_bytes, ApproxElementBytes(element));
-    Slot slot;
-    if constexpr (std::is_same_v<Slot, absl::StatusOr<T>>) {
-      slot = std::move(element);
-    } else {
-      slot.element = std::move(element);
-      marks->Begin(&slot.after);
-      input->Mark(*marks);  // the node accepted compact mode, so every stream below marks
-    }
-    auto push = buffer->Push(std::move(slot));
+    auto push = buffer->Push(MakeSlot<T, Slot>(std::move(element), *input, marks));
     absl::Status pushed = co_await push;
     if (!pushed.ok()) {  // closed or cancelled: the consumer is gone, or a save pauses this producer
       if (unpushed != nullptr) *unpushed = std::move(push.value());
@@ -141,22 +146,8 @@ class PrefetchNode final : public Node<T> {
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    const bool autotune = buffer_size_ == kAutotune;
-    Tuner* tuner = autotune ? TunerFor(*context) : nullptr;
-    const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
-                            : autotune       ? kInitialAutotunePrefetch
-                                             : static_cast<size_t>(buffer_size_);
-    ThreadPool* pool = context->pool;
-    std::shared_ptr<AsyncScope> teardowns = context->teardowns;
-    std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
-    if constexpr (HasElementCodec<T>) {
-      if (context->options.compact_checkpoints) {
-        return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
-            std::move(teardowns), input_->MakeStream(std::move(context)), pool, capacity, tuner, busy_tasks);
-      }
-    }
-    return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
-        std::move(teardowns), input_->MakeStream(std::move(context)), pool, capacity, tuner, busy_tasks);
+    std::unique_ptr<Stream<T>> input = input_->MakeStream(context);
+    return MakeOver(*context, std::move(input), {});
   }
   // State: the elements the producer had buffered (they come out first), then the input at /0.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
@@ -167,29 +158,35 @@ class PrefetchNode final : public Node<T> {
     } else {
       std::vector<absl::StatusOr<T>> buffered;
       if (absl::Status s = reader.ReadState(path, &buffered); !s.ok()) return s;
-      const bool autotune = buffer_size_ == kAutotune;
-      Tuner* tuner = autotune ? TunerFor(*context) : nullptr;
-      const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
-                              : autotune       ? kInitialAutotunePrefetch
-                                               : static_cast<size_t>(buffer_size_);
-      ThreadPool* pool = context->pool;
-      std::shared_ptr<AsyncScope> teardowns = context->teardowns;
-      std::atomic<int64_t>* busy_tasks = context->busy_tasks.get();
-      const bool compact = context->options.compact_checkpoints;
-      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      auto input = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
       if (!input.ok()) return input.status();
-      std::deque<absl::StatusOr<T>> carry(std::make_move_iterator(buffered.begin()),
-                                          std::make_move_iterator(buffered.end()));
-      if (compact) {
-        return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
-            std::move(teardowns), std::move(*input), pool, capacity, tuner, busy_tasks, std::move(carry));
-      }
-      return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
-          std::move(teardowns), std::move(*input), pool, capacity, tuner, busy_tasks, std::move(carry));
+      return MakeOver(*context, std::move(*input),
+                      std::deque<absl::StatusOr<T>>(std::make_move_iterator(buffered.begin()),
+                                                    std::make_move_iterator(buffered.end())));
     }
   }
 
  private:
+  // The prefetching stream over `input`, its buffered elements `carry` coming out first.
+  std::unique_ptr<Stream<T>> MakeOver(const IteratorContext& context, std::unique_ptr<Stream<T>> input,
+                                      std::deque<absl::StatusOr<T>> carry) const {
+    const bool autotune = buffer_size_ == kAutotune;
+    Tuner* tuner = autotune ? TunerFor(context) : nullptr;
+    const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
+                            : autotune       ? kInitialAutotunePrefetch
+                                             : static_cast<size_t>(buffer_size_);
+    if constexpr (HasElementCodec<T>) {
+      if (context.options.compact_checkpoints) {
+        return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
+            context.teardowns, std::move(input), context.pool, capacity, tuner, context.busy_tasks.get(),
+            std::move(carry));
+      }
+    }
+    return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
+        context.teardowns, std::move(input), context.pool, capacity, tuner, context.busy_tasks.get(),
+        std::move(carry));
+  }
+
   // Slot: absl::StatusOr<T>, or MarkedElement<T> for compact checkpoints: then a save writes the mark
   // of the last element returned instead of the buffer, without pausing the producer.
   template <class Slot>

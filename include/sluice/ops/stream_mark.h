@@ -36,15 +36,12 @@ class StreamMark {
 
   // Every section of the mark, under `base` (the node path of the marked stream).
   void WriteTo(CheckpointWriter* writer, std::string_view base) const {
-    std::string_view in(bytes_.data(), bytes_.size());
     std::string path;
-    while (!in.empty()) {
-      const std::string_view relative = TakeChunk(&in);
-      const std::string_view section = TakeChunk(&in);
+    ForEachSection([&](std::string_view relative, std::string_view section) {
       path.assign(base == "/" && !relative.empty() ? std::string_view() : base);
       path.append(relative);
       writer->WriteRaw(path, section);
-    }
+    });
   }
 
  private:
@@ -72,6 +69,15 @@ class StreamMark {
     const std::string_view chunk = in->substr(used + 1, n);
     in->remove_prefix(used + 1 + n);
     return chunk;
+  }
+  template <class F>
+  void ForEachSection(F&& visit) const {
+    std::string_view in(bytes_.data(), bytes_.size());
+    while (!in.empty()) {
+      const std::string_view relative = TakeChunk(&in);
+      const std::string_view section = TakeChunk(&in);
+      visit(relative, section);
+    }
   }
   void Append(std::string_view relative, std::string_view section) {
     PutLength(relative.size(), &bytes_);
@@ -114,14 +120,11 @@ class MarkWriter {
   // The sections of `inner`, a mark of the input `index` of the stream being marked.
   void AppendInputMark(size_t index, const StreamMark& inner) {
     EnterInput(index);
-    std::string_view in(inner.bytes_.data(), inner.bytes_.size());
-    while (!in.empty()) {
-      const std::string_view relative = StreamMark::TakeChunk(&in);
-      const std::string_view section = StreamMark::TakeChunk(&in);
+    inner.ForEachSection([this](std::string_view relative, std::string_view section) {
       scratch_.assign(relative_);
       scratch_.append(relative);
       out_->Append(scratch_, section);
-    }
+    });
     LeaveInput();
   }
 
