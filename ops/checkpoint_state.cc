@@ -64,6 +64,8 @@ struct CanonicalParam {
   void operator()(const FunctionParam& v) const {
     Put(v.name);
     Put(v.registered ? "r" : "l");
+    // Only declared functions add a field, so every other node keeps the hash older states carry.
+    if (v.state != FunctionState::kNone) Put(v.state == FunctionState::kSaved ? "ss" : "sd");
     if (v.args != nullptr) {
       for (const Param& p : *v.args) {
         Put(p.name);
@@ -163,11 +165,54 @@ absl::Status ParseNode(std::string_view bytes, CheckpointReader::Node* node) {
   return absl::OkStatus();
 }
 
+// The first function param of `node` declared Stateful, or null.
+const FunctionParam* DeclaredStatefulFunction(const std::vector<Param>& params, std::string* name) {
+  for (const Param& p : params) {
+    const auto* function = std::get_if<FunctionParam>(&p.value);
+    if (function != nullptr && function->state != FunctionState::kNone) {
+      *name = p.name;
+      return function;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+absl::Status CheckFunctionStates(const OpNode& root) {
+  absl::Status refused;
+  ForEachNodePath(root, [&refused](const OpNode& node, const std::string& path) {
+    std::string name;
+    const std::vector<Param> params = node.params();
+    const FunctionParam* function = DeclaredStatefulFunction(params, &name);
+    if (function == nullptr) return true;
+    const std::string_view op = node.op_name();
+    if (function->state == FunctionState::kDeclared) {
+      refused = absl::FailedPreconditionError(absl::StrCat(
+          "checkpointing ", AbslView(op), " at ", path, ": its function ", name,
+          " is declared Stateful without save hooks (use Stateful(f, save, restore)): ", Display(node)));
+    } else if (!node.saves_function_state()) {
+      refused = absl::FailedPreconditionError(
+          absl::StrCat("checkpointing ", AbslView(op), " at ", path, ": its function ", name,
+                       " is declared Stateful, and ", AbslView(op),
+                       " cannot save a function's state (Map and Filter can): ", Display(node)));
+    }
+    return refused.ok();
+  });
+  return refused;
+}
 
 absl::Status CheckCompactCheckpoints(const OpNode& root) {
   absl::Status refused;
   ForEachNodePath(root, [&refused](const OpNode& node, const std::string& path) {
+    std::string name;
+    if (DeclaredStatefulFunction(node.params(), &name) != nullptr) {
+      refused = absl::InvalidArgumentError(
+          absl::StrCat("compact checkpoints: ", AbslView(node.op_name()), " at ", path,
+                       " has a function declared Stateful (", name,
+                       "), whose state a compact mark does not hold: ", Display(node)));
+      return false;
+    }
     if (node.keeps_compact_state()) return true;
     refused = absl::InvalidArgumentError(absl::StrCat(
         "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
@@ -194,8 +239,21 @@ absl::Status CheckpointWriter::Unsupported(std::string_view path, std::string_vi
       display, why.empty() ? "" : " (", std::string(why), why.empty() ? "" : ")"));
 }
 
+absl::Status CheckpointWriter::FunctionStateError(std::string_view path, std::string_view action,
+                                                  const absl::Status& why) const {
+  std::string op = "an op";
+  if (root_ != nullptr) {
+    absl::StatusOr<const OpNode*> node = FindNodeByPath(*root_, path);
+    if (node.ok()) op = std::string((*node)->op_name());
+  }
+  return absl::Status(why.code(), absl::StrCat(AbslView(action), " the function state of ", op, " at ",
+                                               std::string(path), ": ", why.message()));
+}
+
 absl::StatusOr<std::string> EncodeCheckpoint(const std::shared_ptr<const OpNode>& root,
                                              const IteratorState& state, const CheckpointWriter& writer) {
+  // Also reached for an Interleave's datasets, which the iterator's first check did not see.
+  if (absl::Status functions = CheckFunctionStates(*root); !functions.ok()) return functions;
   const std::vector<GraphEntry> graph = WalkGraph(root);
   // A stream that wrote under a path that is not a node of this graph belongs to a node that hides its
   // inputs (a RegisteredDataset's inner pipeline): its state could not be restored.
@@ -380,6 +438,14 @@ absl::Status CheckpointReader::Missing(std::string_view path) const {
   return absl::DataLossError(absl::StrCat("checkpoint state has no state for ",
                                           node != nullptr ? node->op : "a node", " at ", std::string(path),
                                           ", which its consumer's state says had a stream"));
+}
+
+absl::Status CheckpointReader::FunctionStateError(std::string_view path, std::string_view action,
+                                                  const absl::Status& why) const {
+  const Node* node = Find(path);
+  return absl::Status(why.code(), absl::StrCat(AbslView(action), " the function state of ",
+                                               node != nullptr ? node->op : "an op", " at ",
+                                               std::string(path), ": ", why.message()));
 }
 
 absl::Status CheckpointReader::Unsupported(std::string_view path) const {

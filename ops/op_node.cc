@@ -29,7 +29,11 @@ struct ParamFormatter {
   }
   std::string operator()(const EncodedParam& v) const { return v.display; }
   std::string operator()(const FunctionParam& v) const {
-    if (!v.registered) return (*this)(v.name);
+    if (!v.registered) {
+      if (v.state == FunctionState::kNone) return (*this)(v.name);
+      return absl::StrCat("Stateful(", (*this)(v.name), v.state == FunctionState::kSaved ? ", hooks" : "",
+                          ")");
+    }
     std::vector<std::string> args;
     if (v.args != nullptr) {
       for (const Param& p : *v.args) args.push_back(absl::StrCat(p.name, "=", std::visit(*this, p.value)));

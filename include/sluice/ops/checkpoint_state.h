@@ -81,6 +81,9 @@ class SLUICE_EXPORT CheckpointWriter {
   // FailedPrecondition "checkpointing ParallelMap at /0 is not supported yet: ParallelMap(f=..., ...)",
   // with `why` appended when given.
   absl::Status Unsupported(std::string_view path, std::string_view why = "") const;
+  // A stateful function's save hook failed: "saving the function state of Map at /0: <why>".
+  absl::Status FunctionStateError(std::string_view path, std::string_view action,
+                                  const absl::Status& why) const;
 
   const OpNode* root() const { return root_; }
   const std::map<std::string, std::string>& sections() const { return sections_; }
@@ -131,6 +134,10 @@ class SLUICE_EXPORT CheckpointReader {
   absl::Status Corrupt(std::string_view path, const absl::Status& why) const;
   // FailedPrecondition "restoring Cache at /0 is not supported yet: Cache(...)".
   absl::Status Unsupported(std::string_view path) const;
+  // A stateful function's restore hook failed: "restoring the function state of Map at /0: <why>",
+  // with why's code.
+  absl::Status FunctionStateError(std::string_view path, std::string_view action,
+                                  const absl::Status& why) const;
 
   // Saved nodes, in graph order (for tests and tools).
   struct Node {
@@ -159,6 +166,11 @@ class SLUICE_EXPORT CheckpointReader {
 // (OpNode::keeps_compact_state); otherwise InvalidArgument naming the first node that does not, its path
 // and its params.
 SLUICE_EXPORT absl::Status CheckCompactCheckpoints(const OpNode& root);
+
+// Iterator::Save's first check: FailedPrecondition naming the first node whose function was declared
+// Stateful(f) without hooks, or declared stateful in an op that cannot save a function's state
+// (OpNode::saves_function_state).
+SLUICE_EXPORT absl::Status CheckFunctionStates(const OpNode& root);
 
 // SaveToFile's write: `bytes` to a temporary file next to `path`, fsync, rename over `path`, fsync of the
 // directory; a crash leaves the old file or the new one, never a torn one.

@@ -59,6 +59,7 @@
 #include "sluice/ops/sample_from_datasets.h"
 #include "sluice/ops/scan.h"
 #include "sluice/ops/shuffle.h"
+#include "sluice/ops/stateful_function.h"
 #include "sluice/ops/take_skip.h"
 #include "sluice/ops/take_while.h"
 #include "sluice/ops/unbatch.h"
@@ -71,6 +72,9 @@ struct ServiceOptions;
 }  // namespace service
 
 using ops::kAutotune;
+// Save hooks for checkpoints (docs/checkpoint.md).
+using ops::GeneratorHooks;
+using ops::Stateful;
 
 namespace detail {
 template <class T>
@@ -131,7 +135,8 @@ class Dataset {
   template <ops::NotFunctionHandle F>
   auto Map(F f, std::string name = "<function>") const {
     using Node = ops::MapNode<T, F>;
-    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(f), FunctionLabel(std::move(name))));
+    return Dataset<typename Node::U>(
+        std::make_shared<Node>(node_, std::move(f), ops::FunctionLabelFor<F>(std::move(name))));
   }
 
   // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
@@ -139,14 +144,15 @@ class Dataset {
   template <ops::NotFunctionHandle F>
   auto Map(F f, int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt,
            std::string name = "<function>") const {
-    return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(
-        ops::MakeParallelMap<T, F>(node_, std::move(f), num_parallel_calls, deterministic, FunctionLabel(std::move(name))));
+    return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(ops::MakeParallelMap<T, F>(
+        node_, std::move(f), num_parallel_calls, deterministic, ops::FunctionLabelFor<F>(std::move(name))));
   }
 
   // predicate: const T& -> bool or absl::StatusOr<bool>.
   template <ops::NotFunctionHandle P>
   Dataset<T> Filter(P predicate, std::string name = "<function>") const {
-    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate), FunctionLabel(std::move(name))));
+    return Dataset<T>(std::make_shared<ops::FilterNode<T, P>>(node_, std::move(predicate),
+                                                              ops::FunctionLabelFor<P>(std::move(name))));
   }
 
   // Registered functions (sluice/ops/function_registry.h): `f` is a Function<Sig> handle or one bound to
@@ -274,7 +280,8 @@ class Dataset {
                                                                 ") and block_length (", block_length,
                                                                 ") must be > 0"))));
     }
-    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f), FunctionLabel(std::move(name)), cycle_length,
+    return Dataset<U>(std::make_shared<Node>("Interleave", node_, std::move(f),
+                                             ops::FunctionLabelFor<F>(std::move(name)), cycle_length,
                                              block_length));
   }
 
@@ -284,20 +291,23 @@ class Dataset {
   auto Interleave(F f, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
                   std::optional<bool> deterministic = std::nullopt, std::string name = "<function>") const {
     if (cycle_length == kAutotune) cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    return Dataset<typename ops::InterleaveNode<T, F>::U>(ops::MakeParallelInterleave<T, F>(
-        node_, std::move(f), cycle_length, block_length, num_parallel_calls, deterministic, FunctionLabel(std::move(name))));
+    return Dataset<typename ops::InterleaveNode<T, F>::U>(
+        ops::MakeParallelInterleave<T, F>(node_, std::move(f), cycle_length, block_length, num_parallel_calls,
+                                          deterministic, ops::FunctionLabelFor<F>(std::move(name))));
   }
 
   // Interleave(f, 1, 1): each sub-dataset in full, in input order.
   template <ops::NotFunctionHandle F>
   auto FlatMap(F f, std::string name = "<function>") const {
     using Node = ops::InterleaveNode<T, F>;
-    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f), FunctionLabel(std::move(name)), 1, 1));
+    return Dataset<typename Node::U>(std::make_shared<Node>("FlatMap", node_, std::move(f),
+                                                            ops::FunctionLabelFor<F>(std::move(name)), 1, 1));
   }
 
   template <ops::NotFunctionHandle P>
   Dataset<T> TakeWhile(P predicate, std::string name = "<function>") const {
-    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate), FunctionLabel(std::move(name))));
+    return Dataset<T>(std::make_shared<ops::TakeWhileNode<T, P>>(node_, std::move(predicate),
+                                                                 ops::FunctionLabelFor<P>(std::move(name))));
   }
 
   Dataset<T> Concatenate(const Dataset<T>& other) const {
@@ -341,9 +351,10 @@ class Dataset {
                                              bool pad_to_bucket_boundary = false, bool no_padding = false,
                                              bool drop_remainder = false, std::string name = "<function>") const {
     return Dataset<Batched<T>>(ops::MakeBucketBySequenceLength<T>(
-        node_, std::move(element_length_func), FunctionLabel(std::move(name)),
-        ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes), std::move(padded_shapes),
-                           std::move(padding_values), pad_to_bucket_boundary, no_padding, drop_remainder}));
+        node_, std::move(element_length_func), ops::FunctionLabelFor<F>(std::move(name)),
+        ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes),
+                           std::move(padded_shapes), std::move(padding_values), pad_to_bucket_boundary,
+                           no_padding, drop_remainder}));
   }
 
   // Serialized tf.train.Examples (one per string, or a batch per vector) parsed by `spec` (ops/parse_example.h).
@@ -366,8 +377,8 @@ class Dataset {
   template <class State, ops::NotFunctionHandle F>
   auto Scan(State initial_state, F f, std::string name = "<function>") const {
     using Node = ops::ScanNode<T, State, F>;
-    return Dataset<typename Node::U>(
-        std::make_shared<Node>(node_, std::move(initial_state), std::move(f), FunctionLabel(std::move(name))));
+    return Dataset<typename Node::U>(std::make_shared<Node>(node_, std::move(initial_state), std::move(f),
+                                                            ops::FunctionLabelFor<F>(std::move(name))));
   }
 
   // Drops error elements, counting them in `counter` when given. See sluice/ops/ignore_errors.h.
@@ -479,6 +490,14 @@ template <class Factory>
 auto FromGenerator(Factory factory, std::string name = "<function>") {
   using Node = ops::FromGeneratorNode<Factory>;
   return Dataset<typename Node::T>(std::make_shared<Node>(std::move(factory), FunctionLabel(std::move(name))));
+}
+// The same, saveable: `hooks` save and restore a source's state (sluice/ops/from_generator.h).
+template <class Factory, class SaveFn, class RestoreFn>
+auto FromGenerator(Factory factory, ops::GeneratorHooks<SaveFn, RestoreFn> hooks,
+                   std::string name = "<function>") {
+  using Node = ops::FromGeneratorNode<Factory, ops::GeneratorHooks<SaveFn, RestoreFn>>;
+  return Dataset<typename Node::T>(
+      std::make_shared<Node>(std::move(factory), FunctionLabel(std::move(name)), std::move(hooks)));
 }
 
 // Records of record_bytes from each file, after header_bytes and before footer_bytes

@@ -10,6 +10,7 @@
 
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/stateful_function.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {
@@ -21,21 +22,23 @@ class FilterNode final : public Node<T> {
       : input_(std::move(input)), predicate_(std::move(predicate)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Filter"; }
   bool keeps_compact_state() const override { return true; }
+  bool saves_function_state() const override { return true; }
   std::vector<Param> params() const override { return {{"predicate", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<FilterStream>(input_->MakeStream(std::move(context)), predicate_);
   }
-  // State: the element index (error messages name it).
+  // State: the element index (error messages name it), then a Stateful function's state.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     int64_t index = 0;
-    if (absl::Status s = reader.ReadState(path, &index); !s.ok()) return s;
+    auto fn = predicate_;
+    if (absl::Status s = ReadStateWithFunction(reader, path, fn, &index); !s.ok()) return s;
     auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
     if (!input.ok()) return input.status();
-    auto stream = std::make_unique<FilterStream>(std::move(*input), predicate_);
+    auto stream = std::make_unique<FilterStream>(std::move(*input), std::move(fn));
     stream->index_ = index;
     return stream;
   }
@@ -62,6 +65,8 @@ class FilterNode final : public Node<T> {
     Task<void> WaitReady() override { return input_->WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, index_);
+      if (absl::Status s = AppendFunctionState(predicate_, *writer, path); !s.ok())
+        return Stream<T>::SaveResult(s);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
     bool Mark(MarkWriter& mark) const override {

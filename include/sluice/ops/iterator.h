@@ -298,6 +298,8 @@ class Iterator {
   }
   static Task<absl::StatusOr<std::string>> Failed(absl::Status status) { co_return status; }
   static Task<absl::StatusOr<std::string>> SaveAfterStreams(Iterator* it) {
+    // Before any op pauses: a function declared Stateful that cannot be saved fails the whole save.
+    if (absl::Status functions = CheckFunctionStates(*it->root_); !functions.ok()) co_return functions;
     auto writer = std::make_shared<CheckpointWriter>(it->root_.get());
     absl::Status saved = co_await it->stream_->Save(writer, std::string(kRootNodePath));
     if (!saved.ok()) co_return saved;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/stateful_function.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {
@@ -22,21 +23,23 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
       : input_(std::move(input)), f_(std::move(f)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Map"; }
   bool keeps_compact_state() const override { return true; }
+  bool saves_function_state() const override { return true; }
   std::vector<Param> params() const override { return {{"f", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<MapStream>(input_->MakeStream(std::move(context)), f_);
   }
-  // State: the element index (error messages name it).
+  // State: the element index (error messages name it), then a Stateful function's state.
   absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     int64_t index = 0;
-    if (absl::Status s = reader.ReadState(path, &index); !s.ok()) return s;
+    auto fn = f_;
+    if (absl::Status s = ReadStateWithFunction(reader, path, fn, &index); !s.ok()) return s;
     auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
     if (!input.ok()) return input.status();
-    auto stream = std::make_unique<MapStream>(std::move(*input), f_);
+    auto stream = std::make_unique<MapStream>(std::move(*input), std::move(fn));
     stream->index_ = index;
     return stream;
   }
@@ -59,6 +62,7 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
     Task<void> WaitReady() override { return input_->WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, index_);
+      if (absl::Status s = AppendFunctionState(f_, *writer, path); !s.ok()) return Stream<U>::SaveResult(s);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
     bool Mark(MarkWriter& mark) const override {

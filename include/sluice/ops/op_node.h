@@ -47,10 +47,18 @@ struct EncodedParam {
 // A function held by an op. `registered`: `name` is a SLUICE_REGISTER_FUNCTION name and `args` rebuild
 // the callable in another process (sluice/ops/function_registry.h). Otherwise `name` is only a label
 // (a lambda), and a pipeline holding it cannot be serialized.
+// Whether a function was declared to keep state of its own (sluice/ops/stateful_function.h).
+enum class FunctionState : uint8_t {
+  kNone,      // not declared: treated as stateless
+  kDeclared,  // Stateful(f): checkpoints refuse it
+  kSaved,     // Stateful(f, save, restore)
+};
+
 struct FunctionParam {
   std::string name;
   std::shared_ptr<const std::vector<Param>> args;  // never null when registered
   bool registered = false;
+  FunctionState state = FunctionState::kNone;
 };
 
 // A lambda's label: shown by DebugString, never taken for a registration.
@@ -128,6 +136,9 @@ class SLUICE_EXPORT OpNode {
   // Compact checkpoints (Options::compact_checkpoints): true when this node's streams can Mark their
   // place without elements. The iterator checks every node; the inputs answer for themselves.
   virtual bool keeps_compact_state() const { return false; }
+  // True when this node's streams save the state of a function declared Stateful(f, save, restore)
+  // (Map, Filter); a declared-stateful function elsewhere makes Save fail.
+  virtual bool saves_function_state() const { return false; }
   // Puts what SaveResource returned into a restoring iterator's `state`, before any stream is made.
   virtual absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const {
     (void)state;
