@@ -28,8 +28,7 @@
 //   An element a coroutine produced but the consumer did not take yet is saved with its ElementCodec.
 //
 //   auto ds = FromGenerator([] {
-//     return [i = 0]() mutable -> std::optional<int> { return i < 3 ? std::optional<int>(i++) : std::nullopt;
-//     };
+//     return [i = 0]() mutable { return i < 3 ? std::optional<int>(i++) : std::nullopt; };
 //   });  // 0, 1, 2 on every iteration
 //   AsyncGenerator<std::string> Lines();  // a coroutine
 //   auto lines = FromGenerator(&Lines);
