@@ -16,6 +16,11 @@
 //   as tf.data's seed generator does, so a second iterator got the second order. A DistributedDataset
 //   still gives its k-th iterator, its epoch k, pass k; see sluice/distribute/distributed_iterator.h.)
 // - buffer_size <= 0 is InvalidArgument. Cardinality: the input's.
+// - Compact checkpoints (Options::compact_checkpoints, docs/checkpoint.md): the state is the pass's seed,
+//   the counts of elements pulled and emitted, and the input's mark from before the oldest element still
+//   buffered, not the buffer. A restore replays the pass's draws on input indices (no elements) to learn
+//   which index each slot held, then re-reads the input from that mark and keeps those elements. The
+//   stream marks its input after each pull and keeps the mark with the element.
 //
 //   // Two orders, epoch after epoch, and the same two in every iterator:
 //   auto ds = Range(100).Shuffle(/*buffer_size=*/100, /*seed=*/42).Repeat(2);
@@ -25,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,6 +38,7 @@
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/iterator_state.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/stream_mark.h"
 
 namespace sluice::ops {
 
@@ -86,14 +93,27 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     const IteratorState::NodeKey key{this, this->weak_from_this()};
     const uint64_t seed = seed_ ? *seed_ : state.Seed(key);
     const uint64_t pass = reshuffle_ ? state.BeginPass(key) : 0;
-    return std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_,
-                                           ShufflePassSeed(seed, pass));
+    const bool compact = context->options.compact_checkpoints;
+    auto stream = std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_,
+                                                  ShufflePassSeed(seed, pass));
+    stream->pass_ = pass;
+    if (compact) stream->StartMarking();
+    return stream;
   }
+  bool keeps_compact_state() const override { return true; }
   // State: the generator, the buffered elements (errors too), and whether the input ended. The seed and
   // pass counter are the iterator's records, which the checkpoint restores before this runs.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
+    CompactState compact;
+    bool buffered = true;
+    if (reader.ReadState(path, &compact.rng, &buffered, &compact.input_done, &compact.pass_seed, &compact.pass, &compact.emitted,
+                         &compact.pulled, &compact.has_input)
+            .ok() &&
+        !buffered) {
+      return RestoreCompact(std::move(context), reader, path, compact);
+    }
     if constexpr (!HasElementCodec<T>) {
       return reader.Unsupported(path);
     } else {
@@ -118,11 +138,84 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
   }
 
  private:
+  // A compact state (see above): the generator, `false` where a full state has its buffer's length (an
+  // empty buffer's length is the same byte), input ended, then the rest. A full state decodes as this
+  // only with an empty buffer, and then it is too short, so the two never mix.
+  struct CompactState {
+    uint64_t rng = 0;        // the generator now: the replay must end there
+    uint64_t pass_seed = 0;  // the generator at the pass's start
+    uint64_t pass = 0;       // the iterator's pass number of this node
+    int64_t emitted = 0;
+    int64_t pulled = 0;
+    bool input_done = false;
+    bool has_input = false;  // the input's mark follows at /0
+  };
+
+  // The input index each slot holds after the pass's first `emitted` draws, as Poll would have placed
+  // them: Poll refills to buffer_size before each draw, and a save may come in the middle of a refill.
+  static absl::Status Replay(const CompactState& c, size_t buffer_size, std::vector<int64_t>* slots) {
+    if (c.emitted < 0 || c.pulled < c.emitted) {
+      return absl::DataLossError(absl::StrCat(c.emitted, " emitted of ", c.pulled, " pulled"));
+    }
+    SplitMix64 rng(c.pass_seed);
+    int64_t next = 0;
+    slots->clear();
+    for (int64_t e = 0; e < c.emitted; ++e) {
+      while (slots->size() < buffer_size && next < c.pulled) slots->push_back(next++);
+      if (slots->size() < buffer_size && !c.input_done) {
+        return absl::DataLossError(absl::StrCat("draw ", e, " came before the buffer was full"));
+      }
+      if (slots->empty()) return absl::DataLossError(absl::StrCat("draw ", e, " from an empty buffer"));
+      const size_t pick = static_cast<size_t>(rng.Uniform(slots->size()));
+      (*slots)[pick] = slots->back();
+      slots->pop_back();
+    }
+    while (next < c.pulled) {
+      if (slots->size() >= buffer_size) {
+        return absl::DataLossError(absl::StrCat(c.pulled, " pulled overflow a buffer of ", buffer_size));
+      }
+      slots->push_back(next++);
+    }
+    if (rng.state() != c.rng) return absl::DataLossError("the generator does not replay to its saved state");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreCompact(IteratorContextPtr context,
+                                                            const CheckpointReader& reader,
+                                                            const std::string& path,
+                                                            const CompactState& c) const {
+    auto stream = std::make_unique<ShuffleStream>(nullptr, buffer_size_, c.rng);
+    // A Prefetch above may have begun later passes by the save; the mark is of this one, so the passes
+    // after it are numbered from here again.
+    if (reshuffle_) context->state->ResumePass(IteratorState::NodeKey{this, this->weak_from_this()}, c.pass);
+    stream->pass_ = c.pass;
+    if (absl::Status s = Replay(c, static_cast<size_t>(buffer_size_), &stream->indices_); !s.ok()) {
+      return reader.Corrupt(path, s);
+    }
+    const bool compact = context->options.compact_checkpoints;
+    const bool needs_input = !stream->indices_.empty() || !c.input_done;
+    if (needs_input != c.has_input) {
+      return reader.Corrupt(path, absl::DataLossError("an input mark where none belongs, or none"));
+    }
+    if (needs_input) {
+      auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      stream->input_ = std::move(*restored);
+    }
+    stream->Refill(c, compact);
+    return stream;
+  }
+
+  class ShuffleStream;
+  friend class ShuffleStream;
   class ShuffleStream final : public Stream<T> {
    public:
     ShuffleStream(std::unique_ptr<Stream<T>> input, int64_t buffer_size, uint64_t seed)
-        : input_(std::move(input)), buffer_size_(static_cast<size_t>(buffer_size)), rng_(seed) {}
+        : input_(std::move(input)), buffer_size_(static_cast<size_t>(buffer_size)), rng_(seed), pass_seed_(seed) {}
     PollState Poll(absl::StatusOr<T>* out) override {
+      if (refill_next_ < refill_end_) {
+        if (PollState state = PollRefill(out); state != PollState::kReady || refill_failed_) return state;
+      }
       while (!input_done_ && buffer_.size() < buffer_size_) {
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) return state;
@@ -132,17 +225,63 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
           break;
         }
         buffer_.push_back(std::move(in_));
+        if (marking_) Pulled(pulled_);
+        ++pulled_;
       }
       if (buffer_.empty()) return PollState::kEnd;
       size_t pick = static_cast<size_t>(rng_.Uniform(buffer_.size()));
       *out = std::move(buffer_[pick]);
       // The emptied slot takes the last element; the next Poll refills from the input.
-      if (pick != buffer_.size() - 1) buffer_[pick] = std::move(buffer_.back());
+      const size_t last = buffer_.size() - 1;
+      if (pick != last) buffer_[pick] = std::move(buffer_.back());
       buffer_.pop_back();
+      if (marking_) Emitted(pick, last);
+      ++emitted_;
       return PollState::kReady;
+    }
+
+    // Compact checkpoints: from now on keep, per slot, the input's mark from before its element.
+    void StartMarking() {
+      marking_ = true;
+      if (input_ != nullptr) MarkInput(&next_mark_);
+    }
+
+    // Called by the node's compact restore: `indices_` holds the slots' input indices; re-read the
+    // input from the oldest of them, which is where its restored mark stands.
+    void Refill(const CompactState& c, bool compact) {
+      pulled_ = c.pulled;
+      emitted_ = c.emitted;
+      pass_seed_ = c.pass_seed;
+      saved_input_done_ = c.input_done;
+      buffer_.resize(indices_.size());
+      refill_next_ = c.pulled;
+      for (size_t slot = 0; slot < indices_.size(); ++slot) {
+        slot_of_.emplace(indices_[slot], slot);
+        refill_next_ = std::min(refill_next_, indices_[slot]);
+      }
+      refill_end_ = c.pulled;
+      marking_ = compact;
+      if (input_ != nullptr) MarkInput(&refill_mark_);
+      if (marking_) {
+        slot_marks_.resize(indices_.size());
+        next_mark_ = refill_mark_;
+      }
+      if (refill_next_ >= refill_end_) FinishRefill();
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if (marking_) {
+        const StreamMark* input = InputMark();
+        writer->WriteState(path, rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_,
+                           pulled_,
+                           input != nullptr);
+        if (input != nullptr) input->WriteTo(writer.get(), ChildNodePath(path, 0));
+        return Stream<T>::SaveResult(absl::OkStatus());
+      }
+      if (refill_next_ < refill_end_) {
+        return Stream<T>::SaveResult(
+            writer->Unsupported(path, "a compact state still re-reading its buffer saves compactly only"));
+      }
       if constexpr (!HasElementCodec<T>) {
         return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
       } else {
@@ -151,11 +290,104 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
         return input_->Save(std::move(writer), ChildNodePath(path, 0));
       }
     }
+    bool Mark(MarkWriter& mark) const override {
+      if (!marking_) return false;
+      const StreamMark* input = InputMark();
+      mark.Write(rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_, input != nullptr);
+      if (input != nullptr) mark.AppendInputMark(0, *input);
+      return true;
+    }
 
    private:
+    friend class ShuffleNode;
+
+    void MarkInput(StreamMark* out) const {
+      MarkWriter writer;
+      writer.Begin(out);
+      input_->Mark(writer);
+    }
+    // The element of input index `index` went to the back of the buffer.
+    void Pulled(int64_t index) {
+      slot_marks_.push_back(next_mark_);
+      indices_.push_back(index);
+      if (indices_.size() == 1) oldest_slot_ = 0;
+      MarkInput(&next_mark_);
+    }
+    // Slot `pick` was emitted and the last slot moved into it.
+    void Emitted(size_t pick, size_t last) {
+      const bool oldest_left = pick == oldest_slot_;
+      if (pick != last) {
+        slot_marks_[pick] = std::move(slot_marks_[last]);
+        indices_[pick] = indices_[last];
+        if (oldest_slot_ == last) oldest_slot_ = pick;
+      }
+      slot_marks_.pop_back();
+      indices_.pop_back();
+      // The oldest leaves with probability 1/size per draw, so this scan costs O(1) per element on average.
+      if (oldest_left && !indices_.empty()) {
+        oldest_slot_ = 0;
+        for (size_t i = 1; i < indices_.size(); ++i) {
+          if (indices_[i] < indices_[oldest_slot_]) oldest_slot_ = i;
+        }
+      }
+    }
+    // Where a restore re-reads from: before the oldest buffered element, else before the next pull.
+    const StreamMark* InputMark() const {
+      if (refill_next_ < refill_end_) return &refill_mark_;
+      if (!indices_.empty()) return &slot_marks_[oldest_slot_];
+      return input_done_ ? nullptr : &next_mark_;
+    }
+    bool SavedInputDone() const { return refill_next_ < refill_end_ ? saved_input_done_ : input_done_; }
+
+    // Re-reads input indices [refill_next_, refill_end_) into their slots; kReady when done.
+    PollState PollRefill(absl::StatusOr<T>* out) {
+      while (refill_next_ < refill_end_) {
+        PollState state = input_->Poll(&in_);
+        if (state == PollState::kPending) return state;
+        if (state == PollState::kEnd) {
+          *out = absl::DataLossError(absl::StrCat("Shuffle: restoring a compact checkpoint, the input ended at ",
+                                                  refill_next_, " of the ", refill_end_,
+                                                  " elements it had before the save"));
+          refill_failed_ = true;
+          refill_next_ = refill_end_;
+          buffer_.clear();
+          indices_.clear();
+          slot_marks_.clear();
+          input_done_ = true;
+          input_.reset();
+          return PollState::kReady;
+        }
+        auto slot = slot_of_.find(refill_next_);
+        if (slot != slot_of_.end()) {
+          buffer_[slot->second] = std::move(in_);
+          if (marking_) slot_marks_[slot->second] = next_mark_;
+        }
+        if (marking_) MarkInput(&next_mark_);
+        ++refill_next_;
+      }
+      FinishRefill();
+      return PollState::kReady;
+    }
+    void FinishRefill() {
+      slot_of_.clear();
+      if (marking_ && !indices_.empty()) {
+        oldest_slot_ = 0;
+        for (size_t i = 1; i < indices_.size(); ++i) {
+          if (indices_[i] < indices_[oldest_slot_]) oldest_slot_ = i;
+        }
+      }
+      if (!marking_) indices_.clear();
+      if (saved_input_done_) {
+        input_done_ = true;
+        input_.reset();
+      }
+    }
+
     std::unique_ptr<Stream<T>> input_;
     size_t buffer_size_;
     SplitMix64 rng_;
+    uint64_t pass_seed_;
+    uint64_t pass_ = 0;
 
    public:  // set by RestoreStream
     std::vector<absl::StatusOr<T>> buffer_;
@@ -163,6 +395,21 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
 
    private:
     absl::StatusOr<T> in_;
+    // Compact checkpoints only (marking_): per slot, the input index and the input's mark before it.
+    bool marking_ = false;
+    int64_t pulled_ = 0;
+    int64_t emitted_ = 0;
+    std::vector<int64_t> indices_;
+    std::vector<StreamMark> slot_marks_;
+    size_t oldest_slot_ = 0;
+    StreamMark next_mark_;  // the input's mark before its next element
+    // A compact restore's re-read of the buffer: input indices [refill_next_, refill_end_).
+    int64_t refill_next_ = 0;
+    int64_t refill_end_ = 0;
+    bool refill_failed_ = false;
+    bool saved_input_done_ = false;
+    StreamMark refill_mark_;
+    std::unordered_map<int64_t, size_t> slot_of_;  // restore only: not on the hot path
   };
 
   NodePtr<T> input_;
