@@ -64,6 +64,11 @@ void IteratorState::ResumePass(const NodeKey& key, uint64_t pass) {
   entry.record.next_pass = std::max(entry.record.next_pass, pass + 1);
 }
 
+void IteratorState::RewindPass(const NodeKey& key, uint64_t pass) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EntryLocked(key).record.next_pass = pass + 1;
+}
+
 void IteratorState::Restore(const NodeKey& key, const NodeRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
   EntryLocked(key).record = record;

@@ -72,6 +72,9 @@ class SLUICE_EXPORT IteratorState {
   uint64_t BeginPass(const NodeKey& key);
   // Begins pass `pass` again (a stream resumed at a saved position); later new passes come after it.
   void ResumePass(const NodeKey& key, uint64_t pass);
+  // The same, for a stream restored from a compact mark, which may be older than the saved records (a
+  // Prefetch above had begun later passes): the next new pass is pass + 1, whatever the records said.
+  void RewindPass(const NodeKey& key, uint64_t pass);
 
   // Sets the node's record to one a checkpoint saved (a restored iterator, before any stream is made).
   void Restore(const NodeKey& key, const NodeRecord& record);

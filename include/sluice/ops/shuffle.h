@@ -187,7 +187,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     auto stream = std::make_unique<ShuffleStream>(nullptr, buffer_size_, c.rng);
     // A Prefetch above may have begun later passes by the save; the mark is of this one, so the passes
     // after it are numbered from here again.
-    if (reshuffle_) context->state->ResumePass(IteratorState::NodeKey{this, this->weak_from_this()}, c.pass);
+    if (reshuffle_) context->state->RewindPass(IteratorState::NodeKey{this, this->weak_from_this()}, c.pass);
     stream->pass_ = c.pass;
     if (absl::Status s = Replay(c, static_cast<size_t>(buffer_size_), &stream->indices_); !s.ok()) {
       return reader.Corrupt(path, s);
