@@ -282,6 +282,11 @@ std::unique_ptr<Stream<std::string>> ListFilesNode::MakeNameStream(const Iterato
     seed = seed_ ? *seed_ : state.Seed(key);
     if (!position.has_value()) {
       pass = state.BeginPass(key);
+    } else if (context.options.compact_checkpoints) {
+      // A compact mark may be older than the saved pass counter (a Prefetch above a Repeat had begun
+      // later passes, whose elements the restore reads again): the passes after it count on from it.
+      pass = position->offset;
+      state.RewindPass(key, pass);
     } else {
       pass = position->offset;
       state.ResumePass(key, pass);

@@ -249,6 +249,20 @@ TEST(CompactCheckpointTest, CorruptShuffleStateNeverCrashes) {
   EXPECT_GT(replay_refused, 5);
 }
 
+// A Prefetch above a Repeat runs passes ahead of the consumer; a restored mark belongs to an older pass,
+// and the passes after it must be shuffled as they were, not as the passes the prefetch had begun.
+TEST(CompactCheckpointTest, ShuffledFileListRestoresItsPassesUnderRepeatAndPrefetch) {
+  const Dataset<int64_t> ds = ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/5)
+                                  .Map([](std::string name) { return static_cast<int64_t>(XxHash64(name) % 1000); },
+                                       "hash_name")
+                                  .Repeat(6)
+                                  .Prefetch(7);
+  Iterator<int64_t> whole = ds.MakeIterator(Compact());
+  const Elements full = Pull(whole, kAll);
+  ASSERT_EQ(full.size(), 18u);
+  for (size_t cut = 0; cut <= full.size(); ++cut) CheckCut(ds, full, cut, Compact(), "shuffled file list");
+}
+
 TEST(CompactCheckpointTest, PipelineThatCannotIsRefusedNamingTheOp) {
   const Dataset<int64_t> ds = Range(0, 100).Cache().Map(MaybeFail, "maybe_fail").Prefetch(4);
   Iterator<int64_t> it = ds.MakeIterator(Compact());
