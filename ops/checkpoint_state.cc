@@ -218,7 +218,8 @@ absl::Status CheckCompactCheckpoints(const OpNode& root) {
         "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
         " cannot keep its place without its elements: ", Display(node),
         "; compact mode takes sources with positions, Map, Filter, ParseExample, sequential Batch, Take, "
-        "Skip, Repeat, Shuffle and Prefetch (set Options::compact_checkpoints to false for full checkpoints)"));
+        "Skip, Repeat, Shuffle and Prefetch (set Options::compact_checkpoints to false for full "
+        "checkpoints)"));
     return false;
   });
   return refused;

@@ -198,11 +198,11 @@ TEST(CompactCheckpointTest, ShuffleRestoresExactlyFromMarksAndReplayedDraws) {
 }
 
 TEST(CompactCheckpointTest, ShuffledFilePipelineStateStaysSmall) {
-  const Dataset<int64_t> ds = TFRecord(TaxiShards(), Compression::kGzip)
-                                  .Shuffle(256, 11)
-                                  .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000003); },
-                                       "hash")
-                                  .Prefetch(16);
+  const Dataset<int64_t> ds =
+      TFRecord(TaxiShards(), Compression::kGzip)
+          .Shuffle(256, 11)
+          .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000003); }, "hash")
+          .Prefetch(16);
   Iterator<int64_t> whole = ds.MakeIterator();
   const Elements full = Pull(whole, kAll);
   ASSERT_GT(full.size(), 300u);
@@ -252,11 +252,11 @@ TEST(CompactCheckpointTest, CorruptShuffleStateNeverCrashes) {
 // A Prefetch above a Repeat runs passes ahead of the consumer; a restored mark belongs to an older pass,
 // and the passes after it must be shuffled as they were, not as the passes the prefetch had begun.
 TEST(CompactCheckpointTest, ShuffledFileListRestoresItsPassesUnderRepeatAndPrefetch) {
-  const Dataset<int64_t> ds = ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/5)
-                                  .Map([](std::string name) { return static_cast<int64_t>(XxHash64(name) % 1000); },
-                                       "hash_name")
-                                  .Repeat(6)
-                                  .Prefetch(7);
+  const Dataset<int64_t> ds =
+      ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/5)
+          .Map([](std::string name) { return static_cast<int64_t>(XxHash64(name) % 1000); }, "hash_name")
+          .Repeat(6)
+          .Prefetch(7);
   Iterator<int64_t> whole = ds.MakeIterator(Compact());
   const Elements full = Pull(whole, kAll);
   ASSERT_EQ(full.size(), 18u);

@@ -108,8 +108,9 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
                                                            const std::string& path) const override {
     CompactState compact;
     bool buffered = true;
-    if (reader.ReadState(path, &compact.rng, &buffered, &compact.input_done, &compact.pass_seed, &compact.pass, &compact.emitted,
-                         &compact.pulled, &compact.has_input)
+    if (reader
+            .ReadState(path, &compact.rng, &buffered, &compact.input_done, &compact.pass_seed, &compact.pass,
+                       &compact.emitted, &compact.pulled, &compact.has_input)
             .ok() &&
         !buffered) {
       return RestoreCompact(std::move(context), reader, path, compact);
@@ -211,7 +212,10 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
   class ShuffleStream final : public Stream<T> {
    public:
     ShuffleStream(std::unique_ptr<Stream<T>> input, int64_t buffer_size, uint64_t seed)
-        : input_(std::move(input)), buffer_size_(static_cast<size_t>(buffer_size)), rng_(seed), pass_seed_(seed) {}
+        : input_(std::move(input)),
+          buffer_size_(static_cast<size_t>(buffer_size)),
+          rng_(seed),
+          pass_seed_(seed) {}
     PollState Poll(absl::StatusOr<T>* out) override {
       if (refill_next_ < refill_end_) {
         if (PollState state = PollRefill(out); state != PollState::kReady || refill_failed_) return state;
@@ -272,8 +276,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       if (marking_) {
         const StreamMark* input = InputMark();
-        writer->WriteState(path, rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_,
-                           pulled_,
+        writer->WriteState(path, rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_,
                            input != nullptr);
         if (input != nullptr) input->WriteTo(writer.get(), ChildNodePath(path, 0));
         return Stream<T>::SaveResult(absl::OkStatus());
@@ -293,7 +296,8 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     bool Mark(MarkWriter& mark) const override {
       if (!marking_) return false;
       const StreamMark* input = InputMark();
-      mark.Write(rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_, input != nullptr);
+      mark.Write(rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_,
+                 input != nullptr);
       if (input != nullptr) mark.AppendInputMark(0, *input);
       return true;
     }
@@ -345,9 +349,9 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) return state;
         if (state == PollState::kEnd) {
-          *out = absl::DataLossError(absl::StrCat("Shuffle: restoring a compact checkpoint, the input ended at ",
-                                                  refill_next_, " of the ", refill_end_,
-                                                  " elements it had before the save"));
+          *out = absl::DataLossError(
+              absl::StrCat("Shuffle: restoring a compact checkpoint, the input ended at ", refill_next_,
+                           " of the ", refill_end_, " elements it had before the save"));
           refill_failed_ = true;
           refill_next_ = refill_end_;
           buffer_.clear();
