@@ -1,11 +1,18 @@
 // SaveToFile / RestoreIteratorFromFile's file handling (sluice/ops/checkpoint_state.h).
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/checkpoint_state.h"
@@ -37,6 +44,39 @@ class Fd {
  private:
   int fd_;
 };
+
+// The directory of `path` and its last component.
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// Removes "<name>.tmp.<pid>.<n>" files that a saver killed between create and rename left behind: only
+// when that process is gone (on this machine) and the file is older than a minute, so a live saver in
+// another process, or one on another machine sharing the folder with a recent file, keeps its file.
+void RemoveStaleTemporaries(const std::string& dir, const std::string& name) {
+  constexpr time_t kMinAgeSeconds = 60;
+  const std::string prefix = name + ".tmp.";
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return;
+  const time_t now = ::time(nullptr);
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view entry_name(entry->d_name);
+    if (entry_name.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view rest = entry_name.substr(prefix.size());
+    pid_t pid = 0;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (error != std::errc() || end == rest.data() || *end != '.' || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string stale = absl::StrCat(dir, "/", entry->d_name);
+    struct stat info;
+    if (::stat(stale.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || now - info.st_mtime < kMinAgeSeconds)
+      continue;
+    ::unlink(stale.c_str());
+  }
+  ::closedir(listing);
+}
 
 }  // namespace
 
@@ -73,10 +113,10 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
     return error;
   }
   // The rename itself is durable only once the directory is.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const auto [dir, name] = SplitPath(path);
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() < 0 || ::fsync(dir_fd.get()) != 0) return Errno("cannot fsync directory", dir);
+  RemoveStaleTemporaries(dir, name);
   return absl::OkStatus();
 }
 

@@ -1,4 +1,9 @@
 // Iterator checkpoints (docs/checkpoint.md): save mid-stream, destroy, restore, and get exactly the rest.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -537,6 +542,35 @@ TEST(CheckpointTest, SaveToFileAndRestoreFromFile) {
   EXPECT_EQ(Pull(*restored, kMaxElements), live);
   EXPECT_EQ(live.size(), 24u - 9u);
   EXPECT_EQ(ds.RestoreIteratorFromFile(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A saver killed between create and rename leaves "<path>.tmp.<pid>.<n>"; the next save removes it once
+// its process is gone and it is old, and leaves the temporaries of live processes and recent ones.
+TEST(CheckpointTest, SaveToFileRemovesStaleTemporariesOfDeadProcesses) {
+  const std::string path = testing_util::TempPath("checkpoint_stale");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: `child` names no process now
+  const std::string dead_old = absl::StrCat(path, ".tmp.", child, ".1");
+  const std::string dead_recent = absl::StrCat(path, ".tmp.", child, ".2");
+  const std::string live_old = absl::StrCat(path, ".tmp.", ::getppid(), ".3");
+  const std::string other_name = absl::StrCat(path, "x.tmp.", child, ".4");
+  for (const std::string& file : {dead_old, dead_recent, live_old, other_name})
+    testing_util::WriteFile(file, "torn");
+  const timespec old_times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  for (const std::string& file : {dead_old, live_old, other_name}) {
+    ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), old_times, 0), 0) << file;
+  }
+  Iterator<int64_t> it = Range(0, 10).MakeIterator();
+  ASSERT_TRUE(it.SaveToFileBlocking(path).ok());
+  const auto exists = [](const std::string& file) { return ::access(file.c_str(), F_OK) == 0; };
+  EXPECT_FALSE(exists(dead_old));
+  EXPECT_TRUE(exists(dead_recent));
+  EXPECT_TRUE(exists(live_old));
+  EXPECT_TRUE(exists(other_name));
+  EXPECT_TRUE(exists(path));
+  for (const std::string& file : {dead_recent, live_old, other_name}) std::remove(file.c_str());
 }
 
 TEST(CheckpointTest, GzipTFRecordShardsRestoreExactly) {
