@@ -238,6 +238,9 @@ TEST(CheckpointMoreOpsTest, RebatchRestoresAtEveryCut) {
   };
   CheckEveryCut(Range(37).Map(MaybeFail).Batch(5).Rebatch({3, 0, 2}).Map(sum), "Rebatch({3,0,2})");
   CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(sum), "Rebatch(3, drop)");
+  // Under a Prefetch the producer reaches the end, where the dropped remainder was once still counted.
+  CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(sum).Prefetch(3),
+                "Rebatch(3, drop).Prefetch(3)");
   CheckEveryCut(
       Range(29).Map([](int64_t x) { return Tensor::Scalar<int64_t>(x); }).Batch(6).Rebatch(4).Map(TensorHash),
       "tensors Rebatch(4)");

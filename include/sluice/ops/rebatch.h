@@ -126,6 +126,7 @@ class RebatchNode final : public Node<B> {
             ended_ = true;
             if (have_ == 0 || drop_remainder_) {
               pieces_.clear();
+              have_ = 0;  // a save after the end writes no rows, and counts none
               return PollState::kEnd;
             }
             break;
