@@ -69,6 +69,22 @@ void IteratorState::RewindPass(const NodeKey& key, uint64_t pass) {
   EntryLocked(key).record.next_pass = pass + 1;
 }
 
+std::vector<uint64_t> IteratorState::NextPasses(const std::vector<NodeKey>& keys) {
+  std::vector<uint64_t> next_passes;
+  if (keys.empty()) return next_passes;
+  next_passes.reserve(keys.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const NodeKey& key : keys) next_passes.push_back(EntryLocked(key).record.next_pass);
+  return next_passes;
+}
+
+void IteratorState::SetNextPasses(const std::vector<NodeKey>& keys, const std::vector<uint64_t>& next_passes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < keys.size() && i < next_passes.size(); ++i) {
+    EntryLocked(keys[i]).record.next_pass = next_passes[i];
+  }
+}
+
 void IteratorState::Restore(const NodeKey& key, const NodeRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
   EntryLocked(key).record = record;

@@ -2,8 +2,10 @@
 // counters only, whatever the buffers hold, restoring exactly; pipelines that cannot are refused.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -261,6 +263,111 @@ TEST(CompactCheckpointTest, ShuffledFileListRestoresItsPassesUnderRepeatAndPrefe
   const Elements full = Pull(whole, kAll);
   ASSERT_EQ(full.size(), 18u);
   for (size_t cut = 0; cut <= full.size(); ++cut) CheckCut(ds, full, cut, Compact(), "shuffled file list");
+}
+
+// A random pipeline of the ops compact mode takes (sources with positions, Map, Filter, seeded Shuffle,
+// sequential Batch, Take, Skip, Repeat, Prefetch); `desc` says what it is.
+Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string* desc) {
+  auto pick = [&rng](int n) { return static_cast<int64_t>(rng() % static_cast<uint32_t>(n)); };
+  if (depth <= 0 || pick(4) == 0) {
+    switch (pick(4)) {
+      case 0: {
+        const int64_t start = pick(10), stop = start + pick(80), step = 1 + pick(3);
+        *desc += absl::StrCat("Range(", start, ",", stop, ",", step, ")");
+        return Range(start, stop, step);
+      }
+      case 1: {
+        std::vector<int64_t> values(static_cast<size_t>(pick(40)));
+        for (auto& v : values) v = pick(1000);
+        *desc += absl::StrCat("FromVector(", values.size(), ")");
+        return FromVector(std::move(values));
+      }
+      case 2: {
+        const uint64_t seed = static_cast<uint64_t>(pick(100));
+        *desc += absl::StrCat("ListFiles(3 shards,shuffle,", seed, ").Map(hash)");
+        return ListFiles(TaxiShards(), /*shuffle=*/true, seed).Map([](std::string name) {
+          return static_cast<int64_t>(XxHash64(name) % 1000);
+        });
+      }
+      default: {
+        const int64_t n = 20 + pick(100);
+        *desc += absl::StrCat("Range(", n, ")");
+        return Range(n);
+      }
+    }
+  }
+  std::string inner;
+  Dataset<int64_t> in = RandomCompactPipeline(rng, depth - 1, &inner);
+  auto wrap = [&](const std::string& name) { *desc += absl::StrCat(inner, ".", name); };
+  switch (pick(10)) {
+    case 0:
+      wrap("Map(fail)");
+      return in.Map(MaybeFail, "maybe_fail");
+    case 1:
+      wrap("Filter(x%3!=0)");
+      return in.Filter([](int64_t x) { return x % 3 != 0; }, "not_three");
+    case 2:
+    case 3: {
+      const int64_t buffer = 1 + pick(40);
+      const uint64_t seed = static_cast<uint64_t>(pick(1000));
+      const bool reshuffle = pick(3) != 0;
+      wrap(absl::StrCat("Shuffle(", buffer, ",", seed, ",", reshuffle, ")"));
+      return in.Shuffle(buffer, seed, reshuffle);
+    }
+    case 4: {
+      const int64_t size = 1 + pick(5);
+      const bool drop = pick(2) == 0;
+      wrap(absl::StrCat("Batch(", size, ",", drop, ").Map(hash)"));
+      return in.Batch(size, drop).Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+    }
+    case 5: {
+      const int64_t n = pick(60);
+      wrap(absl::StrCat("Take(", n, ")"));
+      return in.Take(n);
+    }
+    case 6: {
+      const int64_t n = pick(20);
+      wrap(absl::StrCat("Skip(", n, ")"));
+      return in.Skip(n);
+    }
+    case 7: {
+      const int64_t n = 2 + pick(2);
+      wrap(absl::StrCat("Repeat(", n, ")"));
+      return in.Repeat(n);
+    }
+    default: {
+      const int64_t n = 1 + pick(8);
+      wrap(absl::StrCat("Prefetch(", n, ")"));
+      return in.Prefetch(n);
+    }
+  }
+}
+
+// The property test of compact mode: random pipelines cut at random points restore exactly, and their
+// states hold no elements (small whatever the buffers hold). SLUICE_CHECKPOINT_PIPELINES and
+// SLUICE_CHECKPOINT_SEED make a longer run.
+TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
+  const char* count_env = std::getenv("SLUICE_CHECKPOINT_PIPELINES");
+  const char* seed_env = std::getenv("SLUICE_CHECKPOINT_SEED");
+  const int pipelines = count_env != nullptr && *count_env != '\0' ? std::atoi(count_env) : 150;
+  std::mt19937 rng(seed_env != nullptr && *seed_env != '\0' ? static_cast<uint32_t>(std::atoi(seed_env)) + 2
+                                                              : 20261205u);
+  for (int p = 0; p < pipelines; ++p) {
+    std::string desc;
+    const Dataset<int64_t> ds = RandomCompactPipeline(rng, 5, &desc);
+    Elements full;
+    {
+      Iterator<int64_t> whole = ds.MakeIterator(Compact());
+      full = Pull(whole, kAll);
+    }
+    ASSERT_LT(full.size(), kAll) << desc;
+    for (int c = 0; c < 2; ++c) {
+      const size_t cut = static_cast<size_t>(rng() % (full.size() + 1));
+      const size_t size = CheckCut(ds, full, cut, Compact(), absl::StrCat("pipeline ", p, ": ", desc));
+      EXPECT_LT(size, 2048u) << "pipeline " << p << ": " << desc << " cut at " << cut;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 TEST(CompactCheckpointTest, PipelineThatCannotIsRefusedNamingTheOp) {

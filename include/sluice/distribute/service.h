@@ -225,6 +225,7 @@ class DataServiceNode final : public Node<T>,
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
   std::string not_portable_reason() const override { return "it reads from a data service"; }
+  bool begins_passes() const override { return true; }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     IteratorState& state = *context->state;
     const IteratorState::NodeKey key{this, this->weak_from_this()};

@@ -43,8 +43,8 @@ class OpNode;
 class IteratorState;
 
 // Bumped whenever the layout of the state or of any op's section changes incompatibly.
-// 2: Shard saves a call left pending.
-inline constexpr uint64_t kCheckpointFormatVersion = 2;
+// 2: Shard saves a call left pending. 3: Repeat saves the pass counters below it; compact Shuffle.
+inline constexpr uint64_t kCheckpointFormatVersion = 3;
 
 class SLUICE_EXPORT CheckpointWriter {
  public:

@@ -136,6 +136,7 @@ class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
   std::unique_ptr<Stream<std::string>> MakeStreamAt(IteratorContextPtr context,
                                                     SourcePosition position) const override;
   const std::vector<std::string>& files() const override { return files_; }
+  bool begins_passes() const override { return shuffle_; }
 
  private:
   std::unique_ptr<Stream<std::string>> MakeNameStream(const IteratorContext& context,

@@ -33,6 +33,7 @@
 #include <optional>
 #include <typeinfo>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "sluice/export.h"
@@ -75,6 +76,11 @@ class SLUICE_EXPORT IteratorState {
   // The same, for a stream restored from a compact mark, which may be older than the saved records (a
   // Prefetch above had begun later passes): the next new pass is pass + 1, whatever the records said.
   void RewindPass(const NodeKey& key, uint64_t pass);
+
+  // The next pass numbers of `keys`' nodes, and setting them back (a Repeat's save and restore: a
+  // restore from an older compact mark begins the passes after it again with the numbers they had).
+  std::vector<uint64_t> NextPasses(const std::vector<NodeKey>& keys);
+  void SetNextPasses(const std::vector<NodeKey>& keys, const std::vector<uint64_t>& next_passes);
 
   // Sets the node's record to one a checkpoint saved (a restored iterator, before any stream is made).
   void Restore(const NodeKey& key, const NodeRecord& record);

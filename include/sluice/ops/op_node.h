@@ -139,6 +139,9 @@ class SLUICE_EXPORT OpNode {
   // True when this node's streams save the state of a function declared Stateful(f, save, restore)
   // (Map, Filter); a declared-stateful function elsewhere makes Save fail.
   virtual bool saves_function_state() const { return false; }
+  // True when this node's streams number their passes with IteratorState::BeginPass (a reshuffling
+  // Shuffle, a shuffled ListFiles): a Repeat above saves their counters (sluice/ops/repeat.h).
+  virtual bool begins_passes() const { return false; }
   // Puts what SaveResource returned into a restoring iterator's `state`, before any stream is made.
   virtual absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const {
     (void)state;

@@ -2,16 +2,34 @@
 // the input, so shuffles with reshuffle_each_iteration reshuffle. Repeat(0) is empty. An input that
 // yields nothing ends the repetition, so Repeat(-1) over an empty input ends instead of spinning.
 // Cardinality as tf.data: count < 0 gives infinite (0 for an empty input); count * input otherwise.
+// Checkpoints: besides its counters, a Repeat saves the pass counters of the nodes below it that number
+// their passes (OpNode::begins_passes). A compact mark can be older than the save (a Prefetch or Shuffle
+// above keeps the mark of an element it pulled earlier), and the epochs begun after a restore from it must
+// get the pass numbers, so the shuffle orders, they had, not the counters the save found.
 #ifndef SLUICE_OPS_REPEAT_H_
 #define SLUICE_OPS_REPEAT_H_
 
+#include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/ops/cardinality.h"
+#include "sluice/ops/iterator_state.h"
 #include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
+namespace detail_repeat {
+
+// The nodes at and below `node` whose streams begin passes, in graph order.
+inline void AddPassNodes(const std::shared_ptr<const OpNode>& node, std::vector<IteratorState::NodeKey>* out) {
+  if (node->begins_passes()) out->push_back(IteratorState::NodeKey{node.get(), node});
+  for (const std::shared_ptr<const OpNode>& input : node->inputs()) AddPassNodes(input, out);
+}
+
+}  // namespace detail_repeat
 
 template <class T>
 class RepeatNode final : public Node<T> {
@@ -28,8 +46,13 @@ class RepeatNode final : public Node<T> {
     if (n < 0) return n;
     return n * count_;
   }
+  // The first epoch's input is made here, not at the first Poll, so that its passes are begun in order
+  // and a compact mark taken before the first Poll holds the input's own mark (its pass) rather than
+  // "not started", which a restore would begin as a new pass.
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    return std::make_unique<RepeatStream>(input_, std::move(context), count_);
+    auto stream = std::make_unique<RepeatStream>(input_, context, count_);
+    if (count_ != 0) stream->input_ = input_->MakeStream(std::move(context));
+    return stream;
   }
   // State: epochs still to start, whether this epoch yielded, and the current epoch's input when open.
   // Pass counters of the ops inside live in the iterator's records, which the checkpoint restores.
@@ -39,8 +62,14 @@ class RepeatNode final : public Node<T> {
     int64_t remaining = 0;
     bool yielded = false;
     bool open = false;
-    if (absl::Status s = reader.ReadState(path, &remaining, &yielded, &open); !s.ok()) return s;
+    std::vector<uint64_t> next_passes;
+    if (absl::Status s = reader.ReadState(path, &remaining, &yielded, &open, &next_passes); !s.ok()) return s;
     auto stream = std::make_unique<RepeatStream>(input_, context, remaining);
+    if (next_passes.size() != stream->pass_nodes_.size()) {
+      return reader.Corrupt(path, absl::DataLossError(absl::StrCat(next_passes.size(), " pass counters for ",
+                                                                   stream->pass_nodes_.size(), " nodes")));
+    }
+    context->state->SetNextPasses(stream->pass_nodes_, next_passes);
     if (open) {
       auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
       if (!input.ok()) return input.status();
@@ -54,7 +83,9 @@ class RepeatNode final : public Node<T> {
   class RepeatStream final : public Stream<T> {
    public:
     RepeatStream(NodePtr<T> input, IteratorContextPtr context, int64_t count)
-        : input_node_(std::move(input)), context_(std::move(context)), remaining_(count) {}
+        : input_node_(std::move(input)), context_(std::move(context)), remaining_(count) {
+      detail_repeat::AddPassNodes(input_node_, &pass_nodes_);
+    }
     PollState Poll(absl::StatusOr<T>* out) override {
       for (;;) {
         if (!input_) {
@@ -72,12 +103,13 @@ class RepeatNode final : public Node<T> {
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
-      writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr);
+      writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr,
+                         context_->state->NextPasses(pass_nodes_));
       if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
     bool Mark(MarkWriter& mark) const override {
-      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr);
+      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr, context_->state->NextPasses(pass_nodes_));
       return !input_ || mark.Input(0, *input_);
     }
 
@@ -85,6 +117,9 @@ class RepeatNode final : public Node<T> {
     NodePtr<T> input_node_;
     IteratorContextPtr context_;
     int64_t remaining_;  // epochs still to start; < 0: endless
+
+   public:
+    std::vector<IteratorState::NodeKey> pass_nodes_;  // see the file comment
 
    public:  // set by RestoreStream; declared last, so the input goes before the context
     std::unique_ptr<Stream<T>> input_;
