@@ -78,7 +78,8 @@ std::vector<uint64_t> IteratorState::NextPasses(const std::vector<NodeKey>& keys
   return next_passes;
 }
 
-void IteratorState::SetNextPasses(const std::vector<NodeKey>& keys, const std::vector<uint64_t>& next_passes) {
+void IteratorState::SetNextPasses(const std::vector<NodeKey>& keys,
+                                  const std::vector<uint64_t>& next_passes) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < keys.size() && i < next_passes.size(); ++i) {
     EntryLocked(keys[i]).record.next_pass = next_passes[i];

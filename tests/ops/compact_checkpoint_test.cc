@@ -351,7 +351,7 @@ TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
   const char* seed_env = std::getenv("SLUICE_CHECKPOINT_SEED");
   const int pipelines = count_env != nullptr && *count_env != '\0' ? std::atoi(count_env) : 150;
   std::mt19937 rng(seed_env != nullptr && *seed_env != '\0' ? static_cast<uint32_t>(std::atoi(seed_env)) + 2
-                                                              : 20261205u);
+                                                            : 20261205u);
   for (int p = 0; p < pipelines; ++p) {
     std::string desc;
     const Dataset<int64_t> ds = RandomCompactPipeline(rng, 5, &desc);

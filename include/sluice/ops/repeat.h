@@ -24,7 +24,8 @@ namespace sluice::ops {
 namespace detail_repeat {
 
 // The nodes at and below `node` whose streams begin passes, in graph order.
-inline void AddPassNodes(const std::shared_ptr<const OpNode>& node, std::vector<IteratorState::NodeKey>* out) {
+inline void AddPassNodes(const std::shared_ptr<const OpNode>& node,
+                         std::vector<IteratorState::NodeKey>* out) {
   if (node->begins_passes()) out->push_back(IteratorState::NodeKey{node.get(), node});
   for (const std::shared_ptr<const OpNode>& input : node->inputs()) AddPassNodes(input, out);
 }
@@ -109,7 +110,8 @@ class RepeatNode final : public Node<T> {
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
     bool Mark(MarkWriter& mark) const override {
-      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr, context_->state->NextPasses(pass_nodes_));
+      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr,
+                 context_->state->NextPasses(pass_nodes_));
       return !input_ || mark.Input(0, *input_);
     }
 
