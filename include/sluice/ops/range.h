@@ -40,46 +40,54 @@ class RangeNode final : public Node<int64_t>, public PositionedSource<int64_t> {
     return count > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(count);
   }
   std::unique_ptr<Stream<int64_t>> MakeStream(IteratorContextPtr) const override {
-    return std::make_unique<RangeStream>(start_, stop_, step_, 0);
+    return std::make_unique<RangeStream>(start_, stop_, step_, 0, cardinality());
   }
   std::unique_ptr<Stream<int64_t>> MakeStreamAt(IteratorContextPtr, SourcePosition position) const override {
     const int64_t count = cardinality();
     if (position.index < 0 || position.index > count || position.offset != 0) {
-      auto stream = std::make_unique<RangeStream>(start_, stop_, step_, count);
+      auto stream = std::make_unique<RangeStream>(start_, stop_, step_, count, count);
       stream->Fail(absl::InvalidArgumentError(absl::StrCat("Range: cannot start at position {", position.index,
                                                            ", ", position.offset, "}: the range has ", count,
                                                            " elements")));
       return stream;
     }
-    return std::make_unique<RangeStream>(start_, stop_, step_, position.index);
+    return std::make_unique<RangeStream>(start_, stop_, step_, position.index, count);
   }
 
  private:
   class RangeStream final : public Stream<int64_t> {
    public:
     // Starts at element `index` (0..cardinality).
-    RangeStream(int64_t start, int64_t stop, int64_t step, int64_t index)
-        : next_(start), stop_(stop), step_(step), index_(index) {
+    RangeStream(int64_t start, int64_t stop, int64_t step, int64_t index, int64_t cardinality)
+        : next_(start), stop_(stop), step_(step), start_(start), end_index_(cardinality) {
       int64_t skipped;
       // Past the end when it overflows: the end saturates as in Poll.
       if (__builtin_mul_overflow(index, step, &skipped) || __builtin_add_overflow(start, skipped, &next_)) {
         next_ = stop_;
       }
     }
+    // The per-element path tests the end only: an error stream stands at its end (Fail).
     PollState Poll(absl::StatusOr<int64_t>* out) override {
-      if (!error_.ok()) {
+      if (Ended()) [[unlikely]] {
+        if (error_.ok()) return PollState::kEnd;
         *out = std::move(error_);
         error_ = absl::OkStatus();
         return PollState::kReady;
       }
-      if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) return PollState::kEnd;
       *out = next_;
-      ++index_;
       // Saturating: a range ending near INT64_MAX must not wrap around and start again.
       if (__builtin_add_overflow(next_, step_, &next_)) next_ = stop_;
       return PollState::kReady;
     }
-    std::optional<SourcePosition> position() const override { return SourcePosition{index_, 0}; }
+    // The index is derived from next_ (no counter per element); unsigned, as in cardinality().
+    std::optional<SourcePosition> position() const override {
+      if (Ended()) return SourcePosition{end_index_, 0};
+      const bool up = step_ > 0;
+      const uint64_t span = up ? static_cast<uint64_t>(next_) - static_cast<uint64_t>(start_)
+                               : static_cast<uint64_t>(start_) - static_cast<uint64_t>(next_);
+      const uint64_t stride = up ? static_cast<uint64_t>(step_) : uint64_t{0} - static_cast<uint64_t>(step_);
+      return SourcePosition{static_cast<int64_t>(span / stride), 0};
+    }
     // The stream's one element is `error` (a bad start position); it then ends.
     void Fail(absl::Status error) {
       error_ = std::move(error);
@@ -87,10 +95,13 @@ class RangeNode final : public Node<int64_t>, public PositionedSource<int64_t> {
     }
 
    private:
+    bool Ended() const { return step_ > 0 ? next_ >= stop_ : next_ <= stop_; }
+
     int64_t next_;
     int64_t stop_;
     int64_t step_;
-    int64_t index_;  // of next_
+    int64_t start_;
+    int64_t end_index_;  // the cardinality: the position once ended
     absl::Status error_;
   };
 
