@@ -202,9 +202,9 @@ absl::Status CheckFunctionStates(const OpNode& root) {
   return refused;
 }
 
-absl::Status CheckCompactCheckpoints(const OpNode& root) {
+absl::Status CheckCompactCheckpoints(const OpNode& root, const Options& options) {
   absl::Status refused;
-  ForEachNodePath(root, [&refused](const OpNode& node, const std::string& path) {
+  ForEachNodePath(root, [&refused, &options](const OpNode& node, const std::string& path) {
     std::string name;
     if (DeclaredStatefulFunction(node.params(), &name) != nullptr) {
       refused = absl::InvalidArgumentError(
@@ -213,13 +213,13 @@ absl::Status CheckCompactCheckpoints(const OpNode& root) {
                        "), whose state a compact mark does not hold: ", Display(node)));
       return false;
     }
-    if (node.keeps_compact_state()) return true;
+    if (node.keeps_compact_state(options)) return true;
     refused = absl::InvalidArgumentError(absl::StrCat(
         "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
         " cannot keep its place without its elements: ", Display(node),
-        "; compact mode takes sources with positions, Map, Filter, ParseExample, sequential Batch, Take, "
-        "Skip, Repeat, Shuffle and Prefetch (set Options::compact_checkpoints to false for full "
-        "checkpoints)"));
+        "; compact mode takes sources with positions, Map, Filter, ParseExample, Batch, Take, Skip, "
+        "Repeat, Shuffle, Prefetch, Zip, Concatenate, Enumerate, Shard, and ParallelMap and parallel Batch "
+        "when deterministic (set Options::compact_checkpoints to false for full checkpoints)"));
     return false;
   });
   return refused;

@@ -266,7 +266,8 @@ TEST(CompactCheckpointTest, ShuffledFileListRestoresItsPassesUnderRepeatAndPrefe
 }
 
 // A random pipeline of the ops compact mode takes (sources with positions, Map, Filter, seeded Shuffle,
-// sequential Batch, Take, Skip, Repeat, Prefetch); `desc` says what it is.
+// Batch, Take, Skip, Repeat, Prefetch, Zip, Concatenate, Enumerate, Shard, deterministic parallel Map and
+// Batch); `desc` says what it is.
 Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string* desc) {
   auto pick = [&rng](int n) { return static_cast<int64_t>(rng() % static_cast<uint32_t>(n)); };
   if (depth <= 0 || pick(4) == 0) {
@@ -299,7 +300,7 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
   std::string inner;
   Dataset<int64_t> in = RandomCompactPipeline(rng, depth - 1, &inner);
   auto wrap = [&](const std::string& name) { *desc += absl::StrCat(inner, ".", name); };
-  switch (pick(10)) {
+  switch (pick(17)) {
     case 0:
       wrap("Map(fail)");
       return in.Map(MaybeFail, "maybe_fail");
@@ -335,6 +336,45 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
       wrap(absl::StrCat("Repeat(", n, ")"));
       return in.Repeat(n);
     }
+    case 8: {
+      const int64_t start = pick(5);
+      wrap(absl::StrCat("Enumerate(", start, ").Map(i*1000+x)"));
+      return in.Enumerate(start).Map([](std::pair<int64_t, int64_t> p) { return p.first * 1000 + p.second; },
+                                     "pack");
+    }
+    case 9: {
+      const int64_t shards = 1 + pick(3);
+      const int64_t index = pick(shards);
+      wrap(absl::StrCat("Shard(", shards, ",", index, ")"));
+      return in.Shard(shards, index);
+    }
+    case 10: {
+      std::string other;
+      Dataset<int64_t> second = RandomCompactPipeline(rng, depth - 2, &other);
+      wrap(absl::StrCat("Zip(", other, ").Map(a*7+b)"));
+      return Zip(in, second)
+          .Map([](std::pair<int64_t, int64_t> p) { return p.first * 7 + p.second; }, "combine");
+    }
+    case 11: {
+      std::string other;
+      Dataset<int64_t> second = RandomCompactPipeline(rng, depth - 2, &other);
+      wrap(absl::StrCat("Concatenate(", other, ")"));
+      return in.Concatenate(second);
+    }
+    case 12:
+    case 13: {
+      const int64_t calls = pick(2) == 0 ? kAutotune : 2 + pick(3);
+      wrap(absl::StrCat("Map(fail,", calls, ",deterministic)"));
+      return in.Map(MaybeFail, calls, /*deterministic=*/true, "maybe_fail");
+    }
+    case 14: {
+      const int64_t size = 1 + pick(5);
+      const bool drop = pick(2) == 0;
+      const int64_t calls = pick(2) == 0 ? kAutotune : 2;
+      wrap(absl::StrCat("Batch(", size, ",", drop, ",", calls, ").Map(hash)"));
+      return in.Batch(size, drop, calls)
+          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+    }
     default: {
       const int64_t n = 1 + pick(8);
       wrap(absl::StrCat("Prefetch(", n, ")"));
@@ -343,13 +383,19 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
   }
 }
 
+size_t NodeCount(const OpNode& node) {
+  size_t n = 1;
+  for (const std::shared_ptr<const OpNode>& input : node.inputs()) n += NodeCount(*input);
+  return n;
+}
+
 // The property test of compact mode: random pipelines cut at random points restore exactly, and their
-// states hold no elements (small whatever the buffers hold). SLUICE_CHECKPOINT_PIPELINES and
-// SLUICE_CHECKPOINT_SEED make a longer run.
+// states hold no elements (a few dozen bytes per op whatever the buffers hold). SLUICE_CHECKPOINT_PIPELINES
+// and SLUICE_CHECKPOINT_SEED make a longer run.
 TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
   const char* count_env = std::getenv("SLUICE_CHECKPOINT_PIPELINES");
   const char* seed_env = std::getenv("SLUICE_CHECKPOINT_SEED");
-  const int pipelines = count_env != nullptr && *count_env != '\0' ? std::atoi(count_env) : 150;
+  const int pipelines = count_env != nullptr && *count_env != '\0' ? std::atoi(count_env) : 500;
   std::mt19937 rng(seed_env != nullptr && *seed_env != '\0' ? static_cast<uint32_t>(std::atoi(seed_env)) + 2
                                                             : 20261205u);
   for (int p = 0; p < pipelines; ++p) {
@@ -364,7 +410,9 @@ TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
     for (int c = 0; c < 2; ++c) {
       const size_t cut = static_cast<size_t>(rng() % (full.size() + 1));
       const size_t size = CheckCut(ds, full, cut, Compact(), absl::StrCat("pipeline ", p, ": ", desc));
-      EXPECT_LT(size, 2048u) << "pipeline " << p << ": " << desc << " cut at " << cut;
+      // Each op's section and its params (file names included), with no room for elements.
+      EXPECT_LT(size, 128 + ds.DebugString().size() + 48 * NodeCount(*ds.node()))
+          << "pipeline " << p << ": " << desc << " cut at " << cut;
       if (::testing::Test::HasFailure()) return;
     }
   }
@@ -389,12 +437,96 @@ TEST(CompactCheckpointTest, PipelineThatCannotIsRefusedNamingTheOp) {
   EXPECT_NE(restored.status().message().find("Cache at /0/0"), std::string::npos) << restored.status();
 }
 
-TEST(CompactCheckpointTest, ParallelMapIsRefusedUntilItMarks) {
-  const Dataset<int64_t> ds = Range(0, 100).Map(MaybeFail, 2, true, "maybe_fail");
-  Iterator<int64_t> it = ds.MakeIterator(Compact());
+// Completion order cannot be re-read from a position: a nondeterministic ParallelMap or parallel Batch is
+// refused, whether the op or Options::deterministic says so.
+TEST(CompactCheckpointTest, NondeterministicParallelOpsAreRefused) {
+  const Dataset<int64_t> by_op = Range(0, 100).Map(MaybeFail, 2, /*deterministic=*/false, "maybe_fail");
+  Iterator<int64_t> it = by_op.MakeIterator(Compact());
   absl::StatusOr<std::optional<int64_t>> first = it.NextBlocking();
   ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(first.status().message().find("ParallelMap at /"), std::string::npos) << first.status();
+
+  Options nondeterministic = Compact();
+  nondeterministic.deterministic = false;
+  const Dataset<std::vector<int64_t>> by_options = Range(0, 100).Batch(4, false, 2);
+  absl::StatusOr<Iterator<std::vector<int64_t>>> restored = by_options.RestoreIterator("", nondeterministic);
+  ASSERT_FALSE(restored.ok());
+  EXPECT_NE(restored.status().message().find("Batch at /"), std::string::npos) << restored.status();
+  // The same pipelines are compact when they keep order.
+  Iterator<std::vector<int64_t>> ordered = by_options.MakeIterator(Compact());
+  EXPECT_TRUE(ordered.NextBlocking().ok());
+}
+
+// The file pipeline with its parallel stages: TFRecord -> ParseExample -> parallel Map (tuned) ->
+// parallel Batch -> Prefetch(64). Saves do not pause the workers; states stay under 1 KiB.
+TEST(CompactCheckpointTest, ParallelFilePipelineStateStaysSmallAndRestoresExactly) {
+  const Dataset<int64_t> ds =
+      TFRecord(TaxiShards(), Compression::kGzip)
+          .ParseExample(FareSpec())
+          .Map([](ParsedExample parsed) { return HashOf(parsed); }, kAutotune, std::nullopt, "hash")
+          .Batch(16, /*drop_remainder=*/false, /*num_parallel_calls=*/2)
+          .Prefetch(64)
+          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+  Elements full;
+  {
+    Iterator<int64_t> whole = ds.MakeIterator(Compact());
+    full = Pull(whole, kAll);
+  }
+  ASSERT_GT(full.size(), 10u);
+  size_t largest = 0;
+  for (size_t cut = 0; cut <= full.size(); cut += 1 + full.size() / 23) {
+    largest = std::max(largest, CheckCut(ds, full, cut, Compact(), "parallel file pipeline"));
+  }
+  EXPECT_LT(largest, 1024u);
+}
+
+// A compact save of a parallel Map while its workers run does not wait for them, and what it saves is
+// the place after the last result returned, whatever the workers had computed ahead.
+TEST(CompactCheckpointTest, ParallelMapSavesTheLastReturnedPlaceWhileWorkersRun) {
+  // 16 calls keep up to 64 results ahead: a full state holds them (hundreds of bytes more).
+  const Dataset<int64_t> ds = Range(0, 400).Map(MaybeFail, 16, /*deterministic=*/true, "maybe_fail");
+  Elements full;
+  {
+    Iterator<int64_t> whole = ds.MakeIterator(Compact());
+    full = Pull(whole, kAll);
+  }
+  for (size_t cut : {0u, 1u, 2u, 17u, 100u, 399u, 400u}) {
+    const size_t size = CheckCut(ds, full, cut, Compact(), "parallel map");
+    EXPECT_LT(size, 300u) << "cut at " << cut;
+  }
+}
+
+// A full state (results buffered in the ParallelMap) restores into a compact iterator: the carried
+// results come out first, and compact saves made while they do hold them with the input's mark.
+TEST(CompactCheckpointTest, FullParallelMapStateRestoresIntoACompactIteratorAndSavesAgain) {
+  const Dataset<int64_t> ds =
+      Range(0, 200).Map(MaybeFail, 3, /*deterministic=*/true, "maybe_fail").Prefetch(2);
+  Elements full;
+  {
+    Iterator<int64_t> whole = ds.MakeIterator();
+    full = Pull(whole, kAll);
+  }
+  for (size_t cut : {0u, 5u, 50u, 199u}) {
+    Iterator<int64_t> it = ds.MakeIterator();
+    Elements prefix = Pull(it, cut);
+    absl::StatusOr<std::string> state = it.SaveBlocking();
+    ASSERT_TRUE(state.ok()) << state.status();
+    for (size_t second_cut : {0u, 1u, 3u, 12u}) {
+      absl::StatusOr<Iterator<int64_t>> compact = ds.RestoreIterator(*state, Compact());
+      ASSERT_TRUE(compact.ok()) << compact.status();
+      Elements middle = Pull(*compact, second_cut);
+      absl::StatusOr<std::string> again = compact->SaveBlocking();
+      ASSERT_TRUE(again.ok()) << again.status();
+      absl::StatusOr<Iterator<int64_t>> resumed = ds.RestoreIterator(*again, Compact());
+      ASSERT_TRUE(resumed.ok()) << resumed.status();
+      Elements joined = prefix;
+      joined.insert(joined.end(), middle.begin(), middle.end());
+      Elements rest = Pull(*resumed, kAll);
+      joined.insert(joined.end(), rest.begin(), rest.end());
+      EXPECT_EQ(joined, full) << "cut at " << cut << ", then " << second_cut;
+    }
+  }
 }
 
 }  // namespace

@@ -116,6 +116,15 @@ class GroupStream final : public Stream<std::vector<T>> {
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
   }
+  // Under a compact parallel Batch: its part of the Batch's section, as Save writes it.
+  bool Mark(MarkWriter& mark) const override {
+    if constexpr (!HasElementCodec<T>) {
+      return false;
+    } else {
+      mark.Write(elements_, ended_);
+      return ended_ || mark.Input(0, *input_);
+    }
+  }
   // A restored group (parallel Batch): `input` is null when the input had ended.
   void SetPartial(std::vector<T> elements, bool ended) {
     elements_ = std::move(elements);
@@ -188,8 +197,11 @@ class BatchNode final : public Node<Batched<T>> {
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "Batch"; }
-  bool keeps_compact_state() const override {
-    return HasElementCodec<T> && (num_parallel_calls_ == 0 || num_parallel_calls_ == 1);
+  // A parallel Batch marks when it keeps order: its results come out in batch order, each with the mark
+  // of the grouping right after its group was formed.
+  bool keeps_compact_state(const Options& options) const override {
+    if (num_parallel_calls_ == 0 || num_parallel_calls_ == 1) return HasElementCodec<T>;
+    return HasElementCodec<T> && HasElementCodec<B> && deterministic_.value_or(options.deterministic);
   }
   std::vector<Param> params() const override {
     std::vector<Param> params = {{"batch_size", batch_size_},
@@ -249,7 +261,9 @@ class BatchNode final : public Node<Batched<T>> {
     int max_parallelism = tuned ? limit : initial;
     if (tuned && !context->options.autotune) initial = max_parallelism = limit;
     return std::make_unique<Parallel>(std::move(groups), StackGroup<T>{}, context->pool, initial,
-                                      max_parallelism, deterministic, tuned ? TunerFor(*context) : nullptr);
+                                      max_parallelism, deterministic, tuned ? TunerFor(*context) : nullptr,
+                                      /*caller_runs=*/false, /*busy_tasks=*/nullptr,
+                                      /*compact=*/context->options.compact_checkpoints && deterministic);
   }
 
   template <class V = T>

@@ -41,10 +41,12 @@ namespace sluice {
 
 class OpNode;
 class IteratorState;
+struct Options;
 
 // Bumped whenever the layout of the state or of any op's section changes incompatibly.
 // 2: Shard saves a call left pending. 3: Repeat saves the pass counters below it; compact Shuffle.
-inline constexpr uint64_t kCheckpointFormatVersion = 3;
+// 4: Concatenate saves the pass counters below its second input.
+inline constexpr uint64_t kCheckpointFormatVersion = 4;
 
 class SLUICE_EXPORT CheckpointWriter {
  public:
@@ -68,6 +70,10 @@ class SLUICE_EXPORT CheckpointWriter {
   // A section written elsewhere (a StreamMark's).
   void WriteRaw(std::string_view path, std::string_view bytes) {
     sections_[std::string(path)] = std::string(bytes);
+  }
+  // Bytes written elsewhere after those already at `path` (a StreamMark's part of a shared section).
+  void AppendRaw(std::string_view path, std::string_view bytes) {
+    sections_[std::string(path)].append(bytes);
   }
   // A source's position (sluice/ops/stream.h).
   void WritePosition(std::string_view path, int64_t index, uint64_t offset) {
@@ -162,10 +168,10 @@ class SLUICE_EXPORT CheckpointReader {
   std::map<std::string, size_t, std::less<>> by_path_;
 };
 
-// Options::compact_checkpoints: OK when every node of `root` keeps a compact state
+// Options::compact_checkpoints: OK when every node of `root` keeps a compact state under `options`
 // (OpNode::keeps_compact_state); otherwise InvalidArgument naming the first node that does not, its path
 // and its params.
-SLUICE_EXPORT absl::Status CheckCompactCheckpoints(const OpNode& root);
+SLUICE_EXPORT absl::Status CheckCompactCheckpoints(const OpNode& root, const Options& options);
 
 // Iterator::Save's first check: FailedPrecondition naming the first node whose function was declared
 // Stateful(f) without hooks, or declared stateful in an op that cannot save a function's state

@@ -99,7 +99,7 @@ class Dataset {
   Iterator<T> MakeIterator(Options options = {}) const {
     IteratorContextPtr shared = MakeContext(options);
     if (options.compact_checkpoints) {
-      if (absl::Status refused = CheckCompactCheckpoints(*node_); !refused.ok()) {
+      if (absl::Status refused = CheckCompactCheckpoints(*node_, options); !refused.ok()) {
         NodePtr<T> error = ops::MakeErrorSource<T>("MakeIterator", std::move(refused));
         return Iterator<T>(error->MakeStream(shared), shared, error);
       }
@@ -113,7 +113,7 @@ class Dataset {
   // the state is truncated or corrupt.
   absl::StatusOr<Iterator<T>> RestoreIterator(std::string_view state, Options options = {}) const {
     if (options.compact_checkpoints) {
-      if (absl::Status refused = CheckCompactCheckpoints(*node_); !refused.ok()) return refused;
+      if (absl::Status refused = CheckCompactCheckpoints(*node_, options); !refused.ok()) return refused;
     }
     absl::StatusOr<CheckpointReader> reader = CheckpointReader::Parse(state, node_);
     if (!reader.ok()) return reader.status();

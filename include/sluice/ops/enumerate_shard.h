@@ -23,6 +23,7 @@ class EnumerateNode final : public Node<std::pair<int64_t, T>> {
   using Pair = std::pair<int64_t, T>;
   EnumerateNode(NodePtr<T> input, int64_t start) : input_(std::move(input)), start_(start) {}
   std::string_view op_name() const override { return "Enumerate"; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"start", start_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }
@@ -60,6 +61,10 @@ class EnumerateNode final : public Node<std::pair<int64_t, T>> {
       writer->WriteState(path, next_);
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(next_);
+      return mark.Input(0, *input_);
+    }
 
    private:
     std::unique_ptr<Stream<T>> input_;
@@ -77,6 +82,7 @@ class ShardNode final : public Node<T> {
   ShardNode(NodePtr<T> input, int64_t num_shards, int64_t index)
       : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
   std::string_view op_name() const override { return "Shard"; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"num_shards", num_shards_}, {"index", index_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
@@ -145,6 +151,10 @@ class ShardNode final : public Node<T> {
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       writer->WriteState(path, position_, in_call_ ? skipped_ : int64_t{-1});
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
+    }
+    bool Mark(MarkWriter& mark) const override {
+      mark.Write(position_, in_call_ ? skipped_ : int64_t{-1});
+      return mark.Input(0, *input_);
     }
     // A restored call left pending after `skipped` elements.
     void ResumeCall(int64_t skipped) {

@@ -22,7 +22,7 @@ class MapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F&, T>>> 
   MapNode(NodePtr<T> input, F f, FunctionParam function)
       : input_(std::move(input)), f_(std::move(f)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Map"; }
-  bool keeps_compact_state() const override { return true; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   bool saves_function_state() const override { return true; }
   std::vector<Param> params() const override { return {{"f", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

@@ -134,8 +134,12 @@ class SLUICE_EXPORT OpNode {
     return std::nullopt;
   }
   // Compact checkpoints (Options::compact_checkpoints): true when this node's streams can Mark their
-  // place without elements. The iterator checks every node; the inputs answer for themselves.
-  virtual bool keeps_compact_state() const { return false; }
+  // place without elements under `options` (a parallel op only when it keeps input order). The iterator
+  // checks every node; the inputs answer for themselves.
+  virtual bool keeps_compact_state(const Options& options) const {
+    (void)options;
+    return false;
+  }
   // True when this node's streams save the state of a function declared Stateful(f, save, restore)
   // (Map, Filter); a declared-stateful function elsewhere makes Save fail.
   virtual bool saves_function_state() const { return false; }
@@ -156,7 +160,7 @@ class Node : public OpNode {
   using element_type = T;
   std::string element_type_name() const override { return ElementTypeName<T>(); }
   // Sources with positions mark them (Stream::Mark's default).
-  bool keeps_compact_state() const override {
+  bool keeps_compact_state(const Options&) const override {
     return dynamic_cast<const PositionedSource<T>*>(this) != nullptr;
   }
   virtual std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const = 0;
@@ -176,6 +180,16 @@ class Node : public OpNode {
 
 template <class T>
 using NodePtr = std::shared_ptr<const Node<T>>;
+
+// The nodes at and below `node` whose streams begin passes (OpNode::begins_passes), in graph order. An op
+// that makes an input's stream later than it is marked (Repeat's next epoch, Concatenate's second input)
+// saves their counters with its mark: the mark can be older than the save, and the passes begun after a
+// restore from it must get the numbers they had, not the counters the save found.
+inline void CollectPassNodes(const std::shared_ptr<const OpNode>& node,
+                             std::vector<IteratorState::NodeKey>* out) {
+  if (node->begins_passes()) out->push_back(IteratorState::NodeKey{node.get(), node});
+  for (const std::shared_ptr<const OpNode>& input : node->inputs()) CollectPassNodes(input, out);
+}
 
 // A param's value as DebugString shows it (long strings and lists elided).
 SLUICE_EXPORT std::string ParamValueString(const ParamValue& value);

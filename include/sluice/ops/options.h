@@ -10,9 +10,10 @@
 // compact_checkpoints: Iterator::Save writes source positions and counters, never buffered elements, so
 //   the state stays small whatever the buffer sizes; the elements a Prefetch had buffered are read again
 //   after a restore. Only for pipelines whose every op can keep its place that way (OpNode::
-//   keeps_compact_state: sources with positions, Map, Filter, ParseExample, sequential Batch, Take, Skip,
-//   Repeat, Prefetch); MakeIterator and RestoreIterator refuse any other with InvalidArgument naming the
-//   first op that cannot (docs/checkpoint.md).
+//   keeps_compact_state: sources with positions, Map, Filter, ParseExample, Batch, Take, Skip, Repeat,
+//   Shuffle, Prefetch, Zip, Concatenate, Enumerate, Shard, and deterministic ParallelMap and parallel
+//   Batch); MakeIterator and RestoreIterator refuse any other with InvalidArgument naming the first op
+//   that cannot (docs/checkpoint.md).
 #ifndef SLUICE_OPS_OPTIONS_H_
 #define SLUICE_OPS_OPTIONS_H_
 

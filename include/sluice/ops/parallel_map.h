@@ -127,9 +127,11 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
  public:
   // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
   // consumer runs elements itself while it would otherwise wait (see the file comment).
+  // `compact` (deterministic only): keeps the input's mark with each result, so that a save writes the
+  // mark of the last result returned instead of pausing and saving the results (compact checkpoints).
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
                     int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
-                    std::atomic<int64_t>* busy_tasks = nullptr)
+                    std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -142,7 +144,13 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         ready_(/*initially_set=*/false, pool),
         tuner_(tuner),
         caller_runs_(caller_runs),
-        busy_tasks_(busy_tasks) {}
+        busy_tasks_(busy_tasks),
+        compact_(compact && deterministic) {
+    if (compact_) {
+      marks_.resize(capacity_);
+      MarkReturnedStart();
+    }
+  }
 
   // Joined here only when nothing runs any more: streams are made under an AsyncStreamOwner, which
   // joins (or, on a pool worker, hands off) first.
@@ -185,6 +193,12 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         if (!slot.has_value()) return EndOrPendingLocked();
         *out = std::move(*slot);
         slot.reset();
+        if (compact_) {
+          // Under mu_, before the slot's reservation is given back: a puller reuses this mark only after.
+          std::swap(returned_mark_, marks_[consumed_ % capacity_]);
+          returned_next_ = static_cast<int64_t>(consumed_) + 1;
+          returned_ended_ = false;
+        }
       } else {
         if (completed_.empty()) return EndOrPendingLocked();
         *out = std::move(completed_.front());
@@ -204,11 +218,38 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // the order they come out), whether the input ended; then the input at /0 unless it ended. A Fn with
   // kInputSharesNode (Batch's stacking) has an input that is part of the same op: it appends its state
   // to this op's section (CheckpointWriter::AppendState) and saves its own input.
+  //
+  // Compact: the same layout without pausing anything: the index after the last result returned, the
+  // carried results not yet returned (only a full state restored into a compact iterator has any), and
+  // the input's mark from right after it pulled that result's element.
   Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
     if constexpr (!HasElementCodec<U>) {
       return Stream<U>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
     } else {
+      if (compact_) {
+        writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_);
+        if (kInputSharesNode) {
+          returned_mark_.WriteTo(writer.get(), path, /*shares_base=*/true);
+        } else if (!returned_ended_) {
+          returned_mark_.WriteTo(writer.get(), ChildNodePath(path, 0));
+        }
+        return Stream<U>::SaveResult(absl::OkStatus());
+      }
       return SavePaused(this, std::move(writer), std::move(path));
+    }
+  }
+  bool Mark(MarkWriter& mark) const override {
+    if constexpr (!HasElementCodec<U>) {
+      return false;
+    } else {
+      if (!compact_) return false;
+      if (kInputSharesNode) {
+        mark.WriteWithShared(returned_mark_, returned_next_, CarryLeft(), returned_ended_);
+      } else {
+        mark.Write(returned_next_, CarryLeft(), returned_ended_);
+        if (!returned_ended_) mark.AppendInputMark(0, returned_mark_);
+      }
+      return true;
     }
   }
 
@@ -219,6 +260,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     carry_ = std::move(results);
     input_ended_ = input_ended;
     input_done_ = input_ended;
+    if (compact_) MarkReturnedStart();
   }
 
   // Tunable: the number of workers (calls in flight).
@@ -254,6 +296,24 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   friend class ParkAwaiter;
 
   enum class Step : uint8_t { kGo, kPark, kExit };
+  static constexpr bool kInputSharesNode = requires { Fn::kInputSharesNode; };
+
+  // Compact: where the input stands before any result is returned (made or restored), or with a null
+  // input (a non-shared input that ended).
+  void MarkReturnedStart() {
+    returned_next_ = next_index_;
+    returned_ended_ = input_ended_ && !kInputSharesNode;
+    returned_mark_.Clear();
+    if (input_ && !returned_ended_) {
+      mark_writer_.Begin(&returned_mark_);
+      input_->Mark(mark_writer_);  // the node accepted compact mode, so every stream below marks
+    }
+  }
+  // Carried results the consumer has not taken (a copy; empty in steady state).
+  std::vector<absl::StatusOr<U>> CarryLeft() const {
+    return std::vector<absl::StatusOr<U>>(carry_.begin() + static_cast<std::ptrdiff_t>(carry_next_),
+                                          carry_.end());
+  }
 
   void Start() {
     started_ = true;
@@ -312,10 +372,9 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       s->carry_next_ = 0;
     }
     writer->WriteState(path, s->next_index_, s->carry_, s->input_ended_);
-    constexpr bool kSharesNode = requires { Fn::kInputSharesNode; };
-    if (s->input_ended_ && !kSharesNode) co_return absl::OkStatus();
+    if (s->input_ended_ && !kInputSharesNode) co_return absl::OkStatus();
     // A named string, not a conditional temporary inside the co_await: GCC 12 frees such a temporary twice.
-    std::string input_path = kSharesNode ? path : ChildNodePath(path, 0);
+    std::string input_path = kInputSharesNode ? path : ChildNodePath(path, 0);
     co_return co_await s->input_->Save(std::move(writer), std::move(input_path));
   }
 
@@ -447,6 +506,10 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       return Pulled::kEnd;
     }
     *index = next_index_++;
+    if (compact_) {
+      mark_writer_.Begin(&marks_[static_cast<size_t>(*index) % capacity_]);
+      input_->Mark(mark_writer_);
+    }
     return Pulled::kReady;
   }
 
@@ -612,6 +675,15 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   Tuner* tuner_;
   const bool caller_runs_;
   std::atomic<int64_t>* busy_tasks_;  // the iterator's (may be null)
+  const bool compact_;
+  // Compact: the input's mark after each element pulled (index % capacity_; written by the puller under
+  // input_mu_, taken by the consumer under mu_), and the consumer's: the mark, index and end of the input
+  // after the last result returned.
+  std::vector<StreamMark> marks_;
+  MarkWriter mark_writer_;  // input_mu_ (the constructor's and a restore's before any worker)
+  StreamMark returned_mark_;
+  int64_t returned_next_ = 0;
+  bool returned_ended_ = false;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -640,6 +712,10 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "ParallelMap"; }
+  // Compact when deterministic: results come out in input order, each with the input's mark after it.
+  bool keeps_compact_state(const Options& options) const override {
+    return HasElementCodec<U> && deterministic_.value_or(options.deterministic);
+  }
   std::vector<Param> params() const override {
     std::vector<Param> params = {{"f", function_}, {"num_parallel_calls", num_parallel_calls_}};
     if (deterministic_) params.push_back({"deterministic", *deterministic_});
@@ -693,7 +769,8 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
     return std::make_unique<S>(std::move(input), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
                                max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
-                               context->busy_tasks.get());
+                               context->busy_tasks.get(),
+                               /*compact=*/context->options.compact_checkpoints && deterministic);
   }
 
   NodePtr<T> input_;

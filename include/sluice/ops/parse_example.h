@@ -92,7 +92,7 @@ class ParseExampleNode final : public Node<ParsedExample> {
   ParseExampleNode(NodePtr<In> input, ExampleParser parser)
       : input_(std::move(input)), parser_(std::move(parser)) {}
   std::string_view op_name() const override { return "ParseExample"; }
-  bool keeps_compact_state() const override { return true; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override {
     return {{"spec", ParseSpecParam(parser_.spec())},
             {"batched", std::same_as<In, std::vector<std::string>>}};

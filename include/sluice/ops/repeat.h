@@ -21,23 +21,13 @@
 #include "sluice/ops/op_node.h"
 
 namespace sluice::ops {
-namespace detail_repeat {
-
-// The nodes at and below `node` whose streams begin passes, in graph order.
-inline void AddPassNodes(const std::shared_ptr<const OpNode>& node,
-                         std::vector<IteratorState::NodeKey>* out) {
-  if (node->begins_passes()) out->push_back(IteratorState::NodeKey{node.get(), node});
-  for (const std::shared_ptr<const OpNode>& input : node->inputs()) AddPassNodes(input, out);
-}
-
-}  // namespace detail_repeat
 
 template <class T>
 class RepeatNode final : public Node<T> {
  public:
   RepeatNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Repeat"; }
-  bool keeps_compact_state() const override { return true; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {
@@ -85,7 +75,7 @@ class RepeatNode final : public Node<T> {
    public:
     RepeatStream(NodePtr<T> input, IteratorContextPtr context, int64_t count)
         : input_node_(std::move(input)), context_(std::move(context)), remaining_(count) {
-      detail_repeat::AddPassNodes(input_node_, &pass_nodes_);
+      CollectPassNodes(input_node_, &pass_nodes_);
     }
     PollState Poll(absl::StatusOr<T>* out) override {
       for (;;) {

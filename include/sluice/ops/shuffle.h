@@ -100,7 +100,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     if (compact) stream->StartMarking();
     return stream;
   }
-  bool keeps_compact_state() const override { return true; }
+  bool keeps_compact_state(const Options&) const override { return true; }
   bool begins_passes() const override { return reshuffle_; }
   // State: the generator, the buffered elements (errors too), and whether the input ended. The seed and
   // pass counter are the iterator's records, which the checkpoint restores before this runs.

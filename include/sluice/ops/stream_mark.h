@@ -34,13 +34,19 @@ class StreamMark {
   size_t size() const { return bytes_.size(); }
   void Clear() { bytes_.clear(); }
 
-  // Every section of the mark, under `base` (the node path of the marked stream).
-  void WriteTo(CheckpointWriter* writer, std::string_view base) const {
+  // Every section of the mark, under `base` (the node path of the marked stream). `shares_base`: the
+  // marked stream is part of the node at `base` (a parallel Batch's grouping), so its own section goes
+  // after what that node already wrote there.
+  void WriteTo(CheckpointWriter* writer, std::string_view base, bool shares_base = false) const {
     std::string path;
     ForEachSection([&](std::string_view relative, std::string_view section) {
       path.assign(base == "/" && !relative.empty() ? std::string_view() : base);
       path.append(relative);
-      writer->WriteRaw(path, section);
+      if (shares_base && relative.empty()) {
+        writer->AppendRaw(path, section);
+      } else {
+        writer->WriteRaw(path, section);
+      }
     });
   }
 
@@ -116,6 +122,24 @@ class MarkWriter {
     const bool marked = input.Mark(*this);
     LeaveInput();
     return marked;
+  }
+  // The section of a stream whose input is part of the same node (a parallel Batch's grouping):
+  // `values`, then the section of `shared` (that input's mark), whose other sections follow at their
+  // paths.
+  template <class... Ts>
+  void WriteWithShared(const StreamMark& shared, const Ts&... values) {
+    scratch_.clear();
+    (ElementCodec<Ts>::Encode(values, &scratch_), ...);
+    shared.ForEachSection([this](std::string_view relative, std::string_view section) {
+      if (relative.empty()) scratch_.append(section);
+    });
+    out_->Append(relative_, scratch_);
+    shared.ForEachSection([this](std::string_view relative, std::string_view section) {
+      if (relative.empty()) return;
+      scratch_.assign(relative_);
+      scratch_.append(relative);
+      out_->Append(scratch_, section);
+    });
   }
   // The sections of `inner`, a mark of the input `index` of the stream being marked.
   void AppendInputMark(size_t index, const StreamMark& inner) {

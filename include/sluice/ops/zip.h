@@ -33,6 +33,9 @@ class ZipNode final : public Node<Out> {
  public:
   explicit ZipNode(NodePtr<Ts>... inputs) : inputs_(std::move(inputs)...) {}
   std::string_view op_name() const override { return "Zip"; }
+  // Marks are taken between steps (after an element or before the first), so they hold no elements; the
+  // codecs are for the section's layout.
+  bool keeps_compact_state(const Options&) const override { return (HasElementCodec<Ts> && ...); }
   std::vector<Param> params() const override { return {}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override {
     return std::apply([](const auto&... in) { return std::vector<std::shared_ptr<const OpNode>>{in...}; },
@@ -115,14 +118,16 @@ class ZipNode final : public Node<Out> {
       if constexpr (!(HasElementCodec<Ts> && ...)) {
         return Stream<Out>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
       } else {
-        // Only the elements of this step's inputs before next_ are live; the rest were moved out.
-        std::tuple<std::optional<Ts>...> taken;
-        [&]<size_t... I>(std::index_sequence<I...>) {
-          ((I < next_ ? (void)(std::get<I>(taken) = std::get<I>(taken_)) : (void)0), ...);
-        }
-        (std::index_sequence_for<Ts...>{});
-        writer->WriteState(path, static_cast<uint64_t>(next_), ended_, taken);
+        writer->WriteState(path, static_cast<uint64_t>(next_), ended_, LiveTaken());
         return SaveInputs(this, std::move(writer), std::move(path));
+      }
+    }
+    bool Mark(MarkWriter& mark) const override {
+      if constexpr (!(HasElementCodec<Ts> && ...)) {
+        return false;
+      } else {
+        mark.Write(static_cast<uint64_t>(next_), ended_, LiveTaken());
+        return std::apply([&mark](const auto&... s) { return MarkInputs(mark, s...); }, streams_);
       }
     }
 
@@ -131,6 +136,21 @@ class ZipNode final : public Node<Out> {
     bool ended_ = false;
 
    private:
+    // Only the elements of this step's inputs before next_ are live; the rest were moved out.
+    std::tuple<std::optional<Ts>...> LiveTaken() const {
+      std::tuple<std::optional<Ts>...> taken;
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        ((I < next_ ? (void)(std::get<I>(taken) = std::get<I>(taken_)) : (void)0), ...);
+      }
+      (std::index_sequence_for<Ts...>{});
+      return taken;
+    }
+    template <class... Streams>
+    static bool MarkInputs(MarkWriter& mark, const Streams&... streams) {
+      size_t index = 0;
+      return (mark.Input(index++, *streams) && ...);
+    }
+
     // Polls input I if this step has not taken its element yet, then the inputs after it.
     template <size_t I>
     PollState PollFrom(absl::StatusOr<Out>* out) {
