@@ -2,6 +2,7 @@
 // issue 17 names: a TFRecord file pipeline with a Prefetch(64), Shuffle(10,000) of 1 KiB elements and a
 // parallel map with 64 results in flight. Each save is taken from one iterator whose buffers are full;
 // the state_bytes counter is the state's size; restore rows time RestoreIterator plus the first element.
+// BM_ParallelMapDrain: what compact mode costs when nobody saves (a mark per element, kept per result).
 //
 //   build/bin/checkpoint_benchmark     (reads $SLUICE_SHARED_DIR, default ../shared, for the TFRecords)
 #include <chrono>
@@ -121,17 +122,37 @@ void BM_Shuffle10kOf1KiBSave(benchmark::State& state) {
 void BM_Shuffle10kOf1KiBRestore(benchmark::State& state) {
   RestoreRow(state, ShufflePipeline(), state.range(0) == 1, 100);
 }
-void BM_ParallelMap64Save(benchmark::State& state) { SaveRow(state, ParallelMapPipeline(), false, 100); }
+// Compact: the save pauses no worker; the restore computes the 64 results again.
+void BM_ParallelMap64Save(benchmark::State& state) {
+  SaveRow(state, ParallelMapPipeline(), state.range(0) == 1, 100);
+}
 void BM_ParallelMap64Restore(benchmark::State& state) {
-  RestoreRow(state, ParallelMapPipeline(), false, 100);
+  RestoreRow(state, ParallelMapPipeline(), state.range(0) == 1, 100);
+}
+void BM_ParallelMapDrain(benchmark::State& state) {
+  constexpr int64_t kElements = 200000;
+  const Dataset<int64_t> ds =
+      Range(kElements).Map([](int64_t x) { return x * 3 + 1; }, 2, true, "affine").Prefetch(16);
+  for (auto _ : state) {
+    Iterator<int64_t> it = ds.MakeIterator(Mode(state.range(0) == 1));
+    int64_t sum = 0;
+    for (;;) {
+      absl::StatusOr<std::optional<int64_t>> next = it.NextBlocking();
+      if (!next.ok() || !next->has_value()) break;
+      sum += **next;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
 }
 
 BENCHMARK(BM_FileSave)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FileRestore)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Shuffle10kOf1KiBSave)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Shuffle10kOf1KiBRestore)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ParallelMap64Save)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ParallelMap64Restore)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParallelMap64Save)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParallelMap64Restore)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParallelMapDrain)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice
