@@ -1,5 +1,6 @@
-// Checkpoints of SampleFromDatasets, ChooseFromDatasets, PaddedBatch, BucketBySequenceLength, Rebatch
-// and Cache (docs/checkpoint.md): saved where they hold state of their own, restored exactly.
+// Checkpoints of SampleFromDatasets, ChooseFromDatasets, PaddedBatch, BucketBySequenceLength, Rebatch,
+// Cache and RegisteredDataset (docs/checkpoint.md): saved where they hold state of their own, restored
+// exactly.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,8 +21,27 @@
 #include "engine/xxhash64.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
+#include "sluice/ops/registration.h"
 #include "tests/ops/checkpoint_helpers.h"
 #include "tests/test_util.h"
+
+namespace checkpoint_more_ops_registrations {
+
+// A registered dataset with state of its own inside: a Shuffle (unseeded without a "seed" arg: its
+// seed is then a record of an inner node), a Prefetch and errors. `inner_buffer` changes what the factory
+// builds, as another build of the user's code would.
+inline std::atomic<int64_t> inner_buffer{5};
+inline constexpr sluice::Function<sluice::Dataset<int64_t>()> kShuffledRange{"checkpoint_more_ops.shuffled"};
+SLUICE_REGISTER_DATASET(kShuffledRange, [](const sluice::FunctionArgs& args) {
+  const int64_t n = args.GetOr<int64_t>("n", 10).value_or(10);
+  const int64_t seed = args.GetOr<int64_t>("seed", -1).value_or(-1);
+  return sluice::Range(n)
+      .Map(sluice::checkpoint_testing::MaybeFail, "maybe_fail")
+      .Shuffle(inner_buffer.load(), seed < 0 ? std::nullopt : std::optional<uint64_t>(seed))
+      .Prefetch(3);
+});
+
+}  // namespace checkpoint_more_ops_registrations
 
 namespace sluice {
 namespace checkpoint_more_ops_test {
@@ -471,6 +491,54 @@ TEST(CheckpointMoreOpsTest, TruncatedStatesOfTheNewOpsAreDataLoss) {
   auto restored = ds.RestoreIterator(*state);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(Pull(*restored, kAll), Pull(it, kAll));
+}
+
+// The factory's dataset is not part of the graph (a leaf naming it): its stream's state is a checkpoint
+// of its own, checked against what the factory builds in the restoring process.
+TEST(CheckpointMoreOpsTest, RegisteredDatasetRestoresAtEveryCut) {
+  using checkpoint_more_ops_registrations::kShuffledRange;
+  CheckEveryCut(RegisteredDataset(kShuffledRange.With({{"n", int64_t{30}}, {"seed", int64_t{3}}})),
+                "RegisteredDataset");
+  CheckEveryCut(RegisteredDataset(kShuffledRange.With({{"n", int64_t{25}}, {"seed", int64_t{4}}}))
+                    .Map([](int64_t x) { return x * 2; }, "twice")
+                    .Repeat(2)
+                    .Prefetch(2),
+                "RegisteredDataset under Repeat and Prefetch");
+}
+
+// An unseeded Shuffle inside draws its seed per iterator: the restored one continues with the saved seed.
+TEST(CheckpointMoreOpsTest, RegisteredDatasetKeepsItsInnerSeedAcrossARestore) {
+  using checkpoint_more_ops_registrations::kShuffledRange;
+  const Dataset<int64_t> ds = RegisteredDataset(kShuffledRange.With({{"n", int64_t{40}}}));
+  for (size_t cut : {0u, 3u, 20u, 39u}) {
+    Iterator<int64_t> it = ds.MakeIterator();
+    Pull(it, cut);
+    absl::StatusOr<std::string> state = it.SaveBlocking();
+    ASSERT_TRUE(state.ok()) << state.status();
+    Elements live = Pull(it, kAll);
+    absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(Pull(*restored, kAll), live) << "cut at " << cut;
+  }
+}
+
+TEST(CheckpointMoreOpsTest, RegisteredDatasetBuiltDifferentlyIsRefusedNamingIt) {
+  using checkpoint_more_ops_registrations::inner_buffer;
+  using checkpoint_more_ops_registrations::kShuffledRange;
+  const Dataset<int64_t> ds = RegisteredDataset(kShuffledRange.With({{"n", int64_t{30}}})).Skip(1);
+  Iterator<int64_t> it = ds.MakeIterator();
+  Pull(it, 4);
+  absl::StatusOr<std::string> state = it.SaveBlocking();
+  ASSERT_TRUE(state.ok()) << state.status();
+  inner_buffer = 7;
+  const Dataset<int64_t> rebuilt = RegisteredDataset(kShuffledRange.With({{"n", int64_t{30}}})).Skip(1);
+  absl::StatusOr<Iterator<int64_t>> restored = rebuilt.RestoreIterator(*state);
+  inner_buffer = 5;
+  ASSERT_FALSE(restored.ok());
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition) << restored.status();
+  EXPECT_NE(restored.status().message().find("RegisteredDataset at /0"), std::string::npos)
+      << restored.status();
+  EXPECT_NE(restored.status().message().find("Shuffle"), std::string::npos) << restored.status();
 }
 
 }  // namespace
