@@ -217,12 +217,14 @@ TEST_P(TinyInProcessScenarioTest, WritesSaneJsonWithEveryCase) {
   options.size = tiny.size;
   options.repeat = 2;
   options.threads = 2;
+  options.work_dir = WorkDir("bench_tiny_" + tiny.scenario);
   options.json_file = testing_util::TempPath("bench_" + tiny.scenario + ".json");
   CliRun run = Bench(options);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string json = testing_util::ReadWholeFile(options.json_file);
   const std::vector<std::string> cases = CaseNames(ExpectSaneJson(json, tiny.sides, 2));
   for (const std::string& name : tiny.cases) EXPECT_THAT(cases, ::testing::Contains(name)) << json;
+  EXPECT_TRUE(IsEmptyDir(options.work_dir));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -235,7 +237,13 @@ INSTANTIATE_TEST_SUITE_P(
                 {"sequential Map", "det, 1 thread", "nondet, 2 threads"}},
         TinyRun{"fanout", 200, {"sluice", "mutex+cv"}, {"2 replicas", "4 replicas", "8 replicas"}},
         // iperf3 comes with scripts/install-deps.
-        TinyRun{"service", 2, {"sluice", "iperf3", "local"}, {"1 MiB elements", "100 B elements"}}),
+        TinyRun{"service", 2, {"sluice", "iperf3", "local"}, {"1 MiB elements", "100 B elements"}},
+        // Generates its TFRecord files into the work dir; each run checks the element after the cut.
+        TinyRun{"checkpoint",
+                1000,
+                {"sluice", "rebuild+skip"},
+                {"file pipeline, full", "file pipeline, compact", "Shuffle(10k), full",
+                 "Shuffle(10k), compact", "parallel Map(64), full"}}),
     // Named by scenario: the default name prints the parameter's bytes, pointers included, which differ
     // between CTest's discovery run and the test's own run.
     [](const ::testing::TestParamInfo<TinyRun>& info) {

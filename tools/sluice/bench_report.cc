@@ -94,8 +94,7 @@ void PrintTable(const ScenarioResult& result, std::ostream& out) {
   }
   const bool any_lower = std::any_of(result.cases.begin(), result.cases.end(),
                                      [](const CaseResult& c) { return !c.higher_is_better; });
-  out << "  ratio: sluice / baseline of the medians"
-      << (any_lower ? " (for time per element: baseline / sluice)" : "")
+  out << "  ratio: sluice / baseline of the medians" << (any_lower ? " (for times: baseline / sluice)" : "")
       << "; above 1 means sluice is faster\n";
   for (const std::string& note : result.notes) out << "  note: " << note << "\n";
 }

@@ -2,8 +2,8 @@
 //
 // Table: per case, one row per side: median, min, max of its runs, its other figures' medians, and for a
 // baseline the ratio sluice / baseline (above 1: sluice is faster, when higher is better; for a metric
-// where lower is better, such as ns/element, the ratio printed is baseline / sluice so that above 1 still
-// means sluice is better, and the column says so).
+// where lower is better, a time such as ns/element or us, the ratio printed is baseline / sluice so that
+// above 1 still means sluice is better, and the footer says so).
 //
 // JSON: {"tool": "sluice bench", "version", "date" (UTC, ISO 8601), "machine": {"cores", "load_average",
 // "kernel"}, "scenarios": [{"scenario", "parameters": {...}, "notes": [...], "cases": [{"name", "metric",

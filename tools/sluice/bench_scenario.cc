@@ -73,7 +73,8 @@ ScopedTempDir::~ScopedTempDir() {
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario>* const scenarios = [] {
     return new std::vector<Scenario>{ScanScenario(),        PipelineScenario(), OverheadScenario(),
-                                     ParallelMapScenario(), FanoutScenario(),   ServiceScenario()};
+                                     ParallelMapScenario(), FanoutScenario(),   ServiceScenario(),
+                                     CheckpointScenario()};
   }();
   return *scenarios;
 }

@@ -13,6 +13,7 @@ Scenario OverheadScenario();
 Scenario ParallelMapScenario();
 Scenario FanoutScenario();
 Scenario ServiceScenario();
+Scenario CheckpointScenario();
 
 }  // namespace sluice::tools
 
