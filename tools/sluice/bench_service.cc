@@ -176,21 +176,36 @@ void ReapWithin(pid_t pid, double seconds) {
 // (seen under load with a few MiB), so it moves at least kIperfMinBytes: a rate needs no equal byte count.
 constexpr int64_t kIperfMinBytes = int64_t{64} << 20;
 
+// iperf3 -J reports a refused connection as {"error": ...} and may still exit 0.
+bool IperfSucceeded(const absl::StatusOr<ProcessResult>& client) {
+  return client.ok() && client->exit_code == 0 && client->out.find("\"error\"") == std::string::npos;
+}
+
 absl::StatusOr<Sample> Iperf3Once(const std::string& iperf3, int64_t bytes) {
-  absl::StatusOr<int> port = FreeLoopbackPort();
-  if (!port.ok()) return port.status();
-  absl::StatusOr<pid_t> server = SpawnIperfServer(iperf3, *port);
-  if (!server.ok()) return server.status();
   absl::StatusOr<ProcessResult> client = absl::UnavailableError("iperf3 server did not start");
-  // The server needs a moment to listen; the client is refused until it does (bounded: 50 tries).
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    client =
-        RunProcess({iperf3, "-c", "127.0.0.1", "-p", absl::StrCat(*port), "-n", absl::StrCat(bytes), "-J"},
-                   {.timeout_seconds = 120, .sample_ms = 200});
-    if (client.ok() && client->exit_code == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The port is free when chosen, not when iperf3 binds it: another process can take it meanwhile, and
+  // the server then exits at once. So a server that died is started again on another port (bounded:
+  // 3 servers), and a live one gets a moment to listen (bounded: 50 tries).
+  for (int server_run = 0; server_run < 3; ++server_run) {
+    absl::StatusOr<int> port = FreeLoopbackPort();
+    if (!port.ok()) return port.status();
+    absl::StatusOr<pid_t> server = SpawnIperfServer(iperf3, *port);
+    if (!server.ok()) return server.status();
+    bool server_exited = false;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      client =
+          RunProcess({iperf3, "-c", "127.0.0.1", "-p", absl::StrCat(*port), "-n", absl::StrCat(bytes), "-J"},
+                     {.timeout_seconds = 120, .sample_ms = 200});
+      if (IperfSucceeded(client)) break;
+      if (::waitpid(*server, nullptr, WNOHANG) == *server) {
+        server_exited = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!server_exited) ReapWithin(*server, 5);
+    if (IperfSucceeded(client)) break;
   }
-  ReapWithin(*server, 5);
   if (!client.ok()) return client.status();
   if (client->exit_code != 0) {
     return absl::InternalError(
