@@ -137,6 +137,7 @@ class SLUICE_EXPORT ListFilesNode final : public Node<std::string>,
                                                     SourcePosition position) const override;
   const std::vector<std::string>& files() const override { return files_; }
   bool begins_passes() const override { return shuffle_; }
+  bool draws_seed() const override { return shuffle_ && !seed_; }
 
  private:
   std::unique_ptr<Stream<std::string>> MakeNameStream(const IteratorContext& context,

@@ -11,12 +11,20 @@
 // as a checkpoint of its own (its graph is not part of this one). A restore calls f on the element again
 // and restores the stream from it. So each opened dataset keeps a copy of its input element (when the
 // element has an ElementCodec) and its node, for as long as it is open.
+// Compact checkpoints (Options::compact_checkpoints): the cycle and, per open slot, the index of its input
+// element, the records its dataset's nodes had when it opened and its stream's mark; the input's mark is
+// the one from before the oldest open slot's element. A restore re-reads the input from there, calls f
+// again on the elements that opened the slots and restores their streams from their marks
+// (sluice/ops/nested_checkpoint.h). A dataset f makes that cannot keep a compact state is an error
+// element in its slot's turn, naming the node.
 #ifndef SLUICE_OPS_INTERLEAVE_H_
 #define SLUICE_OPS_INTERLEAVE_H_
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -24,13 +32,16 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/nested_checkpoint.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/stream_mark.h"
 #include "sluice/ops/user_function.h"
 
 namespace sluice::ops {
 
 template <class T, class F>
-class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_result_t<F&, T>>::element_type> {
+class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_result_t<F&, T>>::element_type>,
+                             public std::enable_shared_from_this<InterleaveNode<T, F>> {
  public:
   using SubDataset = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
   using U = typename SubDataset::element_type;
@@ -49,15 +60,29 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
+  // The datasets f makes are checked when their slots open.
+  bool keeps_compact_state(const Options&) const override { return true; }
+  // Compact checkpoints: the seeds of unseeded random ops in the slots derive from this one
+  // (sluice/ops/nested_checkpoint.h).
+  bool draws_seed() const override { return true; }
   std::unique_ptr<Stream<U>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<InterleaveStream>(op_, input_->MakeStream(context), f_, context, cycle_length_,
-                                              block_length_);
+                                              block_length_, Key());
   }
   // State: input index, cycle index, block index, input ended, and per slot nothing (empty) or the input
   // element and the slot stream's own checkpoint. The input at /0 unless it ended.
   absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
+    CompactSection compact;
+    if (reader
+            .ReadState(path, &compact.input_index, &compact.cycle_index, &compact.block_index,
+                       &compact.input_done, &compact.marker, &compact.base_index, &compact.has_input,
+                       &compact.slots)
+            .ok() &&
+        compact.marker.empty()) {
+      return RestoreCompact(std::move(context), reader, path, std::move(compact));
+    }
     if constexpr (!HasElementCodec<T>) {
       return reader.Unsupported(path);
     } else {
@@ -84,7 +109,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
         input = std::move(*restored);
       }
       auto stream = std::make_unique<InterleaveStream>(op_, std::move(input), f_, context, cycle_length_,
-                                                       block_length_);
+                                                       block_length_, Key());
       stream->input_index_ = input_index;
       stream->cycle_index_ = static_cast<size_t>(cycle_index);
       stream->block_index_ = block_index;
@@ -102,20 +127,100 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
   }
 
  private:
+  IteratorState::NodeKey Key() const { return IteratorState::NodeKey{this, this->weak_from_this()}; }
+
+  // A compact section: the cycle as a full state has it, an empty vector where a full state has its
+  // slots (cycle_length >= 1 of them, so the two never mix), the input index the input's mark stands
+  // before, whether that mark follows at /0, and per slot nothing or (input index, records, mark).
+  using CompactSlot = std::optional<std::tuple<int64_t, std::string, std::string>>;
+  struct CompactSection {
+    int64_t input_index = 0;
+    int64_t cycle_index = 0;
+    int64_t block_index = 0;
+    bool input_done = false;
+    std::vector<int64_t> marker;
+    int64_t base_index = 0;
+    bool has_input = false;
+    std::vector<CompactSlot> slots;
+  };
+  static void EncodeCompactHead(const CompactSection& c, std::string* out) {
+    out->clear();
+    ElementCodec<int64_t>::Encode(c.input_index, out);
+    ElementCodec<int64_t>::Encode(c.cycle_index, out);
+    ElementCodec<int64_t>::Encode(c.block_index, out);
+    ElementCodec<bool>::Encode(c.input_done, out);
+    ElementCodec<std::vector<int64_t>>::Encode(c.marker, out);
+    ElementCodec<int64_t>::Encode(c.base_index, out);
+    ElementCodec<bool>::Encode(c.has_input, out);
+  }
+
+  absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreCompact(IteratorContextPtr context,
+                                                            const CheckpointReader& reader,
+                                                            const std::string& path, CompactSection c) const {
+    if (c.slots.size() != static_cast<size_t>(cycle_length_) || c.cycle_index < 0 ||
+        c.cycle_index >= cycle_length_ || c.block_index < 0 || c.block_index >= block_length_ ||
+        c.input_index < 0) {
+      return reader.Corrupt(
+          path, absl::DataLossError(absl::StrCat("a cycle of ", c.slots.size(), " at ", c.cycle_index,
+                                                 ", block ", c.block_index)));
+    }
+    int64_t oldest = c.input_index;
+    for (const CompactSlot& slot : c.slots) {
+      if (!slot) continue;
+      const int64_t index = std::get<0>(*slot);
+      if (index < 0 || index >= c.input_index) {
+        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("a slot of input element ", index,
+                                                                     " of ", c.input_index)));
+      }
+      oldest = std::min(oldest, index);
+    }
+    const bool needs_input = oldest < c.input_index || !c.input_done;
+    if (c.base_index != oldest || needs_input != c.has_input) {
+      return reader.Corrupt(path, absl::DataLossError("the input's mark does not match the open slots"));
+    }
+    std::unique_ptr<Stream<T>> input;
+    if (needs_input) {
+      auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
+      if (!restored.ok()) return restored.status();
+      input = std::move(*restored);
+    }
+    auto stream = std::make_unique<InterleaveStream>(op_, std::move(input), f_, std::move(context),
+                                                     cycle_length_, block_length_, Key());
+    stream->BeginRefill(std::move(c));
+    return stream;
+  }
+
   class InterleaveStream final : public Stream<U> {
    public:
     InterleaveStream(std::string op, std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context,
-                     int64_t cycle_length, int64_t block_length)
-        : op_(std::move(op)),
+                     int64_t cycle_length, int64_t block_length, IteratorState::NodeKey key)
+        : key_(std::move(key)),
+          op_(std::move(op)),
           input_(std::move(input)),
           f_(std::move(f)),
           context_(std::move(context)),
           slots_(static_cast<size_t>(cycle_length)),
           slot_nodes_(slots_.size()),
           slot_inputs_(slots_.size()),
-          block_length_(block_length) {}
+          block_length_(block_length),
+          marking_(context_->options.compact_checkpoints) {
+      if (marking_) {
+        slot_index_.resize(slots_.size());
+        slot_input_marks_.resize(slots_.size());
+        slot_records_.resize(slots_.size());
+        slot_unmarked_.resize(slots_.size());
+        if (input_ != nullptr) next_mark_ok_ = MarkInput(&next_mark_);
+        // Drawn now, so that a state saved before the first slot opens holds it too.
+        context_->state->Seed(key_);
+      }
+    }
 
     PollState Poll(absl::StatusOr<U>* out) override {
+      if (refilling_) {
+        bool yielded = false;
+        PollState state = PollRefill(out, &yielded);
+        if (state == PollState::kPending || yielded) return state;
+      }
       while (!input_done_ || open_ > 0) {
         std::unique_ptr<Stream<U>>& slot = slots_[cycle_index_];
         if (slot) {
@@ -131,6 +236,11 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
           slot.reset();
           slot_nodes_[cycle_index_].reset();
           slot_inputs_[cycle_index_] = SavedInput{};
+          if (marking_) {
+            slot_input_marks_[cycle_index_].Clear();
+            slot_records_[cycle_index_].clear();
+            slot_unmarked_[cycle_index_] = 0;
+          }
           --open_;
           Advance();
         } else if (!input_done_) {
@@ -144,6 +254,11 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
             continue;
           }
           int64_t index = input_index_++;
+          if (marking_) {
+            std::swap(pulled_mark_, next_mark_);
+            pulled_mark_ok_ = next_mark_ok_;
+            next_mark_ok_ = MarkInput(&next_mark_);
+          }
           if (!in_.ok()) {
             *out = std::move(in_).status();
             Advance();
@@ -156,9 +271,30 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
             Advance();
             return PollState::kReady;
           }
+          if (marking_) {
+            if (absl::Status compact = CheckCompactCheckpoints(*sub->node(), context_->options);
+                !compact.ok()) {
+              *out = absl::InvalidArgumentError(
+                  absl::StrCat(op_, ": the dataset f made from input element ", index,
+                               " cannot be saved compactly: ", compact.message()));
+              if constexpr (HasElementCodec<T>) slot_inputs_[cycle_index_] = SavedInput{};
+              Advance();
+              return PollState::kReady;
+            }
+          }
+          if (marking_) {
+            const uint64_t slot_seed = NestedSlotSeed(context_->state->Seed(key_), index);
+            PrepareNestedSeeds(sub->node(), context_->state.get(), slot_seed);
+          }
           slot = sub->node()->MakeStream(context_);
           slot_nodes_[cycle_index_] = sub->node();
           ++open_;
+          if (marking_) {
+            slot_index_[cycle_index_] = index;
+            std::swap(slot_input_marks_[cycle_index_], pulled_mark_);
+            slot_unmarked_[cycle_index_] = pulled_mark_ok_ ? 0 : 1;
+            slot_records_[cycle_index_] = CaptureNestedRecords(sub->node(), context_->state.get());
+          }
         } else {
           Advance();
         }
@@ -170,11 +306,52 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       return input_->WaitReady();
     }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if (refilling_ || marking_) {
+        absl::Status made = CompactSectionNow();
+        if (!made.ok()) return Stream<U>::SaveResult(writer->Unsupported(path, std::string(made.message())));
+        writer->WriteRaw(path, *section_now_);
+        if (input_mark_now_ != nullptr) input_mark_now_->WriteTo(writer.get(), ChildNodePath(path, 0));
+        return Stream<U>::SaveResult(absl::OkStatus());
+      }
       if constexpr (!HasElementCodec<T>) {
         return Stream<U>::SaveResult(writer->Unsupported(path, "its input elements have no ElementCodec"));
       } else {
         return SaveCycle(this, std::move(writer), std::move(path));
       }
+    }
+
+    bool Mark(MarkWriter& mark) const override {
+      if (!refilling_ && !marking_) return false;
+      if (!CompactSectionNow().ok()) return false;
+      mark.WriteRaw(*section_now_);
+      if (input_mark_now_ != nullptr) mark.AppendInputMark(0, *input_mark_now_);
+      return true;
+    }
+
+    // A compact restore (the node's RestoreCompact): the input stands before input element
+    // c.base_index; re-read it up to c.input_index before anything else, reopening the slots.
+    void BeginRefill(CompactSection c) {
+      input_index_ = c.input_index;
+      cycle_index_ = static_cast<size_t>(c.cycle_index);
+      block_index_ = c.block_index;
+      refill_next_ = c.base_index;
+      refill_end_ = c.input_index;
+      refill_input_done_ = c.input_done;
+      refill_mark_ok_ = true;
+      if (input_ != nullptr) {
+        MarkWriter writer;
+        writer.Begin(&refill_mark_);
+        refill_mark_ok_ = input_->Mark(writer);
+        if (marking_) {
+          next_mark_ = refill_mark_;
+          next_mark_ok_ = refill_mark_ok_;
+        }
+      }
+      EncodeCompactHead(c, &refill_section_);
+      ElementCodec<std::vector<CompactSlot>>::Encode(c.slots, &refill_section_);
+      refill_has_input_ = c.has_input;
+      refill_slots_ = std::move(c.slots);
+      refilling_ = true;
     }
 
     // Restore: the slot's dataset made again from `element` and its stream restored from `state`.
@@ -191,6 +368,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       slot_nodes_[i] = std::move(node);
       slot_inputs_[i] = std::move(element);
       ++open_;
+      if (marking_) slot_unmarked_[i] = 1;  // its input's mark is not known: compact saves wait for its end
       return absl::OkStatus();
     }
 
@@ -202,6 +380,143 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
    private:
     // What a slot keeps of its input element for a save: a copy when it has a codec, else nothing.
     using SavedInput = std::conditional_t<HasElementCodec<T>, T, bool>;
+
+    // False when the input cannot mark its place (restored from a full state, as a Shuffle refilling).
+    bool MarkInput(StreamMark* out) const {
+      MarkWriter writer;
+      writer.Begin(out);
+      return input_->Mark(writer);
+    }
+
+    // The compact section of this stream now into section_now_, and the input's mark to write at /0
+    // (null: none); FailedPrecondition's message says why when it cannot be written.
+    absl::Status CompactSectionNow() const {
+      if (refilling_) {
+        if (!refill_mark_ok_) return absl::FailedPreconditionError("its input cannot mark its place");
+        section_now_ = &refill_section_;
+        input_mark_now_ = refill_has_input_ ? &refill_mark_ : nullptr;
+        return absl::OkStatus();
+      }
+      CompactSection head;
+      head.input_index = input_index_;
+      head.cycle_index = static_cast<int64_t>(cycle_index_);
+      head.block_index = block_index_;
+      head.input_done = input_done_;
+      head.base_index = input_index_;
+      const StreamMark* input_mark = input_done_ ? nullptr : &next_mark_;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (!slots_[i]) continue;
+        if (slot_unmarked_[i]) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("cycle slot ", i,
+                           " was opened where its input could not mark its place (a full state restored): "
+                           "compact saves wait for its end"));
+        }
+        if (slot_index_[i] < head.base_index) {
+          head.base_index = slot_index_[i];
+          input_mark = &slot_input_marks_[i];
+        }
+      }
+      if (input_mark == &next_mark_ && !next_mark_ok_) {
+        return absl::FailedPreconditionError("its input cannot mark its place");
+      }
+      head.has_input = input_mark != nullptr;
+      EncodeCompactHead(head, &section_);
+      codec_detail::PutVarint(slots_.size(), &section_);
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (!slots_[i]) {
+          section_.push_back('\0');
+          continue;
+        }
+        section_.push_back('\1');
+        ElementCodec<int64_t>::Encode(slot_index_[i], &section_);
+        ElementCodec<std::string>::Encode(slot_records_[i], &section_);
+        slot_writer_.Begin(&slot_mark_);
+        if (!slots_[i]->Mark(slot_writer_)) {
+          return absl::FailedPreconditionError(absl::StrCat("cycle slot ", i, " cannot mark its place"));
+        }
+        codec_detail::PutString(slot_mark_.bytes(), &section_);
+      }
+      section_now_ = &section_;
+      input_mark_now_ = input_mark;
+      return absl::OkStatus();
+    }
+
+    // Re-reads input elements [refill_next_, refill_end_), reopening the saved slots from theirs. An
+    // error (the input ends early, f or a slot's restore fails) is yielded once (*yielded) and the
+    // re-read goes on at the next Poll.
+    PollState PollRefill(absl::StatusOr<U>* out, bool* yielded) {
+      while (refill_next_ < refill_end_) {
+        PollState state = input_->Poll(&in_);
+        if (state == PollState::kPending) {
+          waiting_on_ = nullptr;
+          return state;
+        }
+        if (state == PollState::kEnd) {
+          *out = absl::DataLossError(
+              absl::StrCat(op_, ": restoring a compact checkpoint, the input ended at ", refill_next_,
+                           " of the ", refill_end_, " elements it had before the save"));
+          *yielded = true;
+          refill_next_ = refill_end_;
+          refill_input_done_ = true;
+          FinishRefill();
+          return PollState::kReady;
+        }
+        const int64_t index = refill_next_++;
+        if (marking_) {
+          std::swap(pulled_mark_, next_mark_);
+          pulled_mark_ok_ = next_mark_ok_;
+          next_mark_ok_ = MarkInput(&next_mark_);
+        }
+        for (size_t i = 0; i < refill_slots_.size(); ++i) {
+          if (!refill_slots_[i] || std::get<0>(*refill_slots_[i]) != index) continue;
+          auto& [slot_index, records, mark] = *refill_slots_[i];
+          absl::Status opened =
+              in_.ok() ? RestoreCompactSlot(i, std::move(*in_), index, records, mark) : in_.status();
+          if (!opened.ok()) {
+            *out = absl::Status(opened.code(),
+                                absl::StrCat("restoring ", op_, ", cycle slot ", i, " (input element ",
+                                             slot_index, "): ", opened.message()));
+            *yielded = true;
+            return PollState::kReady;
+          }
+          if (marking_) {
+            std::swap(slot_input_marks_[i], pulled_mark_);
+            slot_unmarked_[i] = pulled_mark_ok_ ? 0 : 1;
+          }
+          break;
+        }
+      }
+      FinishRefill();
+      return PollState::kReady;
+    }
+    void FinishRefill() {
+      refilling_ = false;
+      refill_slots_.clear();
+      refill_section_.clear();
+      input_done_ = refill_input_done_;
+      if (input_done_) input_.reset();
+    }
+    absl::Status RestoreCompactSlot(size_t i, T element, int64_t index, const std::string& records,
+                                    const std::string& mark) {
+      if constexpr (HasElementCodec<T>) slot_inputs_[i] = element;
+      absl::StatusOr<SubDataset> sub = InvokeUserFunction(op_, index, f_, std::move(element));
+      if (!sub.ok()) return sub.status();
+      std::shared_ptr<const Node<U>> node = sub->node();
+      absl::StatusOr<CheckpointReader> reader = RestoreNestedMark(node, context_->state.get(), records, mark);
+      if (!reader.ok()) return reader.status();
+      auto stream = node->RestoreStream(context_, *reader, std::string(kRootNodePath));
+      if (!stream.ok()) return stream.status();
+      slots_[i] = std::move(*stream);
+      slot_nodes_[i] = std::move(node);
+      ++open_;
+      if (marking_) {
+        slot_index_[i] = index;
+        slot_records_[i] = records;
+        slot_unmarked_[i] = 0;
+      }
+      return absl::OkStatus();
+    }
 
     static Task<absl::Status> SaveCycle(InterleaveStream* s, std::shared_ptr<CheckpointWriter> writer,
                                         std::string path) {
@@ -230,6 +545,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       cycle_index_ = cycle_index_ + 1 == slots_.size() ? 0 : cycle_index_ + 1;
     }
 
+    IteratorState::NodeKey key_;  // the node's, for its seed
     std::string op_;
     std::unique_ptr<Stream<T>> input_;
     F f_;
@@ -242,6 +558,36 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     int64_t open_ = 0;
     absl::StatusOr<T> in_;
     Stream<U>* waiting_on_ = nullptr;
+
+    // Compact checkpoints (marking_): per slot, the input index of its element, the input's mark before
+    // that element, the records of its dataset's nodes at its opening, and whether it came from a full
+    // state (no mark; char, not vector<bool>).
+    bool marking_;
+    StreamMark next_mark_;    // the input's mark before its next element
+    StreamMark pulled_mark_;  // ... before the element just pulled
+    bool next_mark_ok_ = true;
+    bool pulled_mark_ok_ = true;
+    std::vector<int64_t> slot_index_;
+    std::vector<StreamMark> slot_input_marks_;
+    std::vector<std::string> slot_records_;
+    std::vector<char> slot_unmarked_;
+    // A compact restore's re-read of input elements [refill_next_, refill_end_); meanwhile a save writes
+    // the restored section again, with the input's mark from the restore.
+    bool refilling_ = false;
+    int64_t refill_next_ = 0;
+    int64_t refill_end_ = 0;
+    bool refill_input_done_ = false;
+    bool refill_has_input_ = false;
+    bool refill_mark_ok_ = true;
+    std::vector<CompactSlot> refill_slots_;
+    std::string refill_section_;
+    StreamMark refill_mark_;
+    // Scratch of CompactSectionNow (Save and Mark run on the consumer's thread, one at a time).
+    mutable std::string section_;
+    mutable MarkWriter slot_writer_;
+    mutable StreamMark slot_mark_;
+    mutable const std::string* section_now_ = nullptr;
+    mutable const StreamMark* input_mark_now_ = nullptr;
   };
 
   std::string op_;

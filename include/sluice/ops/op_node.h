@@ -146,6 +146,10 @@ class SLUICE_EXPORT OpNode {
   // True when this node's streams number their passes with IteratorState::BeginPass (a reshuffling
   // Shuffle, a shuffled ListFiles): a Repeat above saves their counters (sluice/ops/repeat.h).
   virtual bool begins_passes() const { return false; }
+  // True when this node's streams take a seed from IteratorState::Seed (an unseeded Shuffle, ListFiles or
+  // SampleFromDatasets): a compact Interleave draws it when it opens a slot, so that the slot's saved
+  // records hold it even when the stream that uses it is made later (sluice/ops/nested_checkpoint.h).
+  virtual bool draws_seed() const { return false; }
   // Puts what SaveResource returned into a restoring iterator's `state`, before any stream is made.
   virtual absl::Status RestoreResource(IteratorState* state, std::string_view bytes) const {
     (void)state;

@@ -370,6 +370,7 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
     if (rerandomize_) p.push_back({"rerandomize_each_iteration", true});
     return p;
   }
+  bool draws_seed() const override { return !seed_; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {inputs_.begin(), inputs_.end()}; }
   int64_t cardinality() const override { return detail_directed::DirectedCardinality(inputs_); }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {

@@ -102,6 +102,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
   }
   bool keeps_compact_state(const Options&) const override { return true; }
   bool begins_passes() const override { return reshuffle_; }
+  bool draws_seed() const override { return !seed_; }
   // State: the generator, the buffered elements (errors too), and whether the input ended. The seed and
   // pass counter are the iterator's records, which the checkpoint restores before this runs.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,

@@ -23,6 +23,8 @@
 #include <string_view>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "sluice/ops/checkpoint_state.h"
 #include "sluice/ops/element_codec.h"
 
@@ -33,6 +35,26 @@ class StreamMark {
   bool empty() const { return bytes_.empty(); }
   size_t size() const { return bytes_.size(); }
   void Clear() { bytes_.clear(); }
+  // The mark as bytes (a nested dataset's mark inside an op's section: an Interleave's slots), and back.
+  // FromBytes checks every chunk (the bytes come from a checkpoint): DataLoss when they do not parse.
+  std::string_view bytes() const { return {bytes_.data(), bytes_.size()}; }
+  static absl::StatusOr<StreamMark> FromBytes(std::string_view bytes) {
+    std::string_view in = bytes;
+    while (!in.empty()) {
+      for (int part = 0; part < 2; ++part) {
+        uint64_t n = 0;
+        if (!codec_detail::GetVarint(&in, &n) || n > in.size()) {
+          return absl::DataLossError("a stream mark is truncated");
+        }
+        if (part == 0 && n > 0 && in.front() != '/')
+          return absl::DataLossError("a stream mark's path is bad");
+        in.remove_prefix(static_cast<size_t>(n));
+      }
+    }
+    StreamMark mark;
+    mark.bytes_.assign(bytes.begin(), bytes.end());
+    return mark;
+  }
 
   // Every section of the mark, under `base` (the node path of the marked stream). `shares_base`: the
   // marked stream is part of the node at `base` (a parallel Batch's grouping), so its own section goes
@@ -110,6 +132,8 @@ class MarkWriter {
     (ElementCodec<Ts>::Encode(values, &scratch_), ...);
     out_->Append(relative_, scratch_);
   }
+  // The section of the stream being marked, encoded elsewhere.
+  void WriteRaw(std::string_view section) { out_->Append(relative_, section); }
   void EnterInput(size_t index) {
     relative_.push_back('/');
     relative_.append(std::to_string(index));
