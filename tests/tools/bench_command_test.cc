@@ -243,7 +243,7 @@ INSTANTIATE_TEST_SUITE_P(
                 1000,
                 {"sluice", "rebuild+skip"},
                 {"file pipeline, full", "file pipeline, compact", "Shuffle(10k), full",
-                 "Shuffle(10k), compact", "parallel Map(64), full"}}),
+                 "Shuffle(10k), compact", "parallel Map(64), full", "parallel Map(64), compact"}}),
     // Named by scenario: the default name prints the parameter's bytes, pointers included, which differ
     // between CTest's discovery run and the test's own run.
     [](const ::testing::TestParamInfo<TinyRun>& info) {

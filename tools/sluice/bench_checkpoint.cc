@@ -9,7 +9,7 @@
 // - a file pipeline: TFRecord(3 generated files of 1 KiB records) -> Map(record to a uint8 Tensor) ->
 //   Batch(16) -> Prefetch(64), full and compact (Options::compact_checkpoints);
 // - Shuffle(10,000) of 1 KiB strings, full and compact;
-// - a deterministic Map with 64 parallel calls, full only (compact refuses it).
+// - a deterministic Map with 64 parallel calls, full and compact.
 // --size: input elements consumed before the cut (records, strings, integers); the epoch goes on after it
 // (the files hold half as many records again, the other pipelines twice the cut). The baseline's skip
 // grows with the cut; sluice's restore does not, except a compact Shuffle's (it replays every draw).
@@ -281,14 +281,17 @@ absl::StatusOr<ScenarioResult> RunCheckpoint(const BenchConfig& config) {
     if (absl::Status s = RunCheckpointCase(config, c, &result); !s.ok()) return s;
   }
 
-  CheckpointCase<int64_t> parallel{
-      .name = "parallel Map(64), full",
-      .dataset = Range(2 * cut_records).Map(Affine{}, kCheckpointParallelCalls, true, "affine"),
-      .cut = cut_records,
-      .unit = "elements",
-      .async = true,
-      .thread_pool_size = pool};
-  if (absl::Status s = RunCheckpointCase(config, parallel, &result); !s.ok()) return s;
+  for (bool compact : {false, true}) {
+    CheckpointCase<int64_t> parallel{
+        .name = compact ? "parallel Map(64), compact" : "parallel Map(64), full",
+        .dataset = Range(2 * cut_records).Map(Affine{}, kCheckpointParallelCalls, true, "affine"),
+        .cut = cut_records,
+        .unit = "elements",
+        .compact = compact,
+        .async = true,
+        .thread_pool_size = pool};
+    if (absl::Status s = RunCheckpointCase(config, parallel, &result); !s.ok()) return s;
+  }
 
   result.notes.push_back(absl::StrCat(
       "file pipeline: ", records, " records of ", kCheckpointRecordBytes, " B in ", kCheckpointFiles,

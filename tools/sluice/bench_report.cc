@@ -71,7 +71,7 @@ void PrintTable(const ScenarioResult& result, std::ostream& out) {
   for (const auto& [k, v] : result.parameters) params.push_back(absl::StrCat(k, "=", v));
   if (!params.empty()) out << " (" << absl::StrJoin(params, ", ") << ")";
   out << "\n";
-  out << absl::StrFormat("  %-26s %-13s %-11s %10s %10s %10s %8s  %s\n", "case", "metric", "side", "median",
+  out << absl::StrFormat("  %-26s %-13s %-11s %10s %10s %10s %9s  %s\n", "case", "metric", "side", "median",
                          "min", "max", "ratio", "also (medians)");
   for (const CaseResult& c : result.cases) {
     for (size_t i = 0; i < c.sides.size(); ++i) {
@@ -86,7 +86,7 @@ void PrintTable(const ScenarioResult& result, std::ostream& out) {
       for (const auto& [key, values] : side.extra) {
         extras.push_back(absl::StrCat(key, "=", Num(Summarize(values).median)));
       }
-      out << absl::StrFormat("  %-26s %-13s %-11s %10s %10s %10s %8s  %s\n", i == 0 ? c.name : "",
+      out << absl::StrFormat("  %-26s %-13s %-11s %10s %10s %10s %9s  %s\n", i == 0 ? c.name : "",
                              i == 0 ? c.metric : "", side.name, Num(s.median), Num(s.min), Num(s.max), ratio,
                              absl::StrJoin(extras, " "));
     }
