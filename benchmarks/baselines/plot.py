@@ -2,7 +2,9 @@
 """Draws a `sluice bench --json` file as one PNG: a panel per scenario and metric (a scenario whose cases
 measure different things, as service's GB/s and elements/s, gets a panel for each), a group of bars per case (record
 size, thread count, replica count, ...), one bar per side (sluice first, then its baselines) at the median
-of its runs, with a line from the fastest to the slowest run. Needs Debian's python3-matplotlib.
+of its runs, with a line from the fastest to the slowest run. A panel whose medians span more than 30x
+(checkpoint resume times, the service's elements/s against an in-process pipeline) gets a log axis, so that
+the small bars stay visible. Needs Debian's python3-matplotlib.
 
   /usr/bin/python3 plot.py bench.json bench.png
 """
@@ -51,13 +53,17 @@ def main():
                 labelled.add(side["name"])
                 ax.bar([x], [side["median"]], width, yerr=[[low], [high]], capsize=3,
                        color=colors[side["name"]], label=label)
+        medians = [s["median"] for c in cases for s in c["sides"] if s["median"] is not None and s["median"] > 0]
+        log = bool(medians) and max(medians) > 30 * min(medians)
+        if log:
+            ax.set_yscale("log")
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels([c["name"] for c in cases], rotation=12, fontsize=8)
         metrics = sorted({c["metric"] for c in cases})
         ax.set_ylabel(", ".join(metrics))
         lower = any(not c["higher_is_better"] for c in cases)
         ax.set_title(f"{scenario['scenario']} ({'lower' if lower else 'higher'} is better; "
-                     f"median of runs, bars: min..max)", fontsize=10)
+                     f"median of runs, bars: min..max{'; log scale' if log else ''})", fontsize=10)
         ax.legend(fontsize=8)
     machine = doc.get("machine", {})
     fig.suptitle(f"sluice bench {doc.get('date', '')}, {machine.get('cores', '?')} cores, "
