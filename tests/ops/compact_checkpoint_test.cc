@@ -45,6 +45,15 @@ std::vector<std::string> TaxiShards() {
   return files;
 }
 
+// The bytes of the shards' names. A state names the files once (the source's params), and the names'
+// length depends on where the data lies (CTest's SLUICE_SHARED_DIR is absolute): the 1 KiB the issue
+// allows a compact file-pipeline state is counted besides them.
+size_t NamesBytes() {
+  size_t n = 0;
+  for (const std::string& name : TaxiShards()) n += name.size();
+  return n;
+}
+
 ParseSpec FareSpec() {
   ParseSpec spec;
   spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});
@@ -111,7 +120,7 @@ TEST(CompactCheckpointTest, FilePipelineStateStaysSmallAndRestoresExactly) {
   for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, full.size() / 2, full.size() - 1, full.size()}) {
     const size_t compact = CheckCut(ds, full, cut, Compact(), "compact");
     EXPECT_GT(compact, 0u);
-    EXPECT_LT(compact, 1024u) << "cut at " << cut;
+    EXPECT_LT(compact, 1024u + NamesBytes()) << "cut at " << cut;
   }
 }
 
@@ -211,7 +220,7 @@ TEST(CompactCheckpointTest, ShuffledFilePipelineStateStaysSmall) {
   for (size_t cut : {size_t{0}, size_t{1}, size_t{100}, full.size() / 2, full.size() - 3, full.size()}) {
     const size_t compact = CheckCut(ds, full, cut, Compact(), "shuffled file");
     EXPECT_GT(compact, 0u);
-    EXPECT_LT(compact, 1024u) << "cut at " << cut;
+    EXPECT_LT(compact, 1024u + NamesBytes()) << "cut at " << cut;
     // A full state holds up to 256 records.
     CheckCut(ds, full, cut, Options(), "full");
   }
@@ -467,7 +476,7 @@ TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExa
   for (size_t cut : {size_t{0}, size_t{1}, size_t{9}, full.size() / 2, full.size() - 1, full.size()}) {
     const size_t size = CheckCut(ds, full, cut, Compact(), "interleaved files");
     EXPECT_GT(size, 0u);
-    EXPECT_LT(size, 1024u) << "cut at " << cut;
+    EXPECT_LT(size, 1024u + NamesBytes()) << "cut at " << cut;
   }
 }
 
@@ -638,7 +647,7 @@ TEST(CompactCheckpointTest, ParallelFilePipelineStateStaysSmallAndRestoresExactl
   for (size_t cut = 0; cut <= full.size(); cut += 1 + full.size() / 23) {
     largest = std::max(largest, CheckCut(ds, full, cut, Compact(), "parallel file pipeline"));
   }
-  EXPECT_LT(largest, 1024u);
+  EXPECT_LT(largest, 1024u + NamesBytes());
 }
 
 // A compact save of a parallel Map while its workers run does not wait for them, and what it saves is
