@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "engine/xxhash64.h"
+#include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 
 namespace sluice::checkpoint_testing {
@@ -37,6 +41,43 @@ std::vector<absl::StatusOr<T>> Pull(Iterator<T>& it, size_t limit) {
     }
   }
   return out;
+}
+
+// Hand-made states: `trials` copies of `state`, each changed by `corrupt` behind a resealed checksum (what
+// a state edited on purpose could hold, so that the bytes reach the decoders), restored with `options`.
+// Each must fail with DataLoss or FailedPrecondition, or restore something that runs (`pull` elements
+// pulled). Returns the failures' messages.
+template <class T>
+std::vector<std::string> RestoreCorruptedStates(const Dataset<T>& ds, const std::string& state, int trials,
+                                                const Options& options, size_t pull,
+                                                const std::function<void(std::string*)>& corrupt) {
+  constexpr size_t kHeader = 13;  // "SLCK", the version, the checksum at byte 5
+  std::vector<std::string> failures;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::string bad = state;
+    corrupt(&bad);
+    if (bad.size() < kHeader) continue;
+    const uint64_t checksum = XxHash64(std::string_view(bad).substr(kHeader));
+    std::memcpy(bad.data() + 5, &checksum, sizeof checksum);
+    absl::StatusOr<Iterator<T>> restored = ds.RestoreIterator(bad, options);
+    if (!restored.ok()) {
+      EXPECT_TRUE(restored.status().code() == absl::StatusCode::kDataLoss ||
+                  restored.status().code() == absl::StatusCode::kFailedPrecondition)
+          << restored.status();
+      failures.emplace_back(restored.status().message());
+      continue;
+    }
+    Pull(*restored, pull);
+  }
+  return failures;
+}
+
+// Flips one bit after the header, drawn from `draw` (a linear congruential sequence it advances).
+inline void FlipOneBit(std::string* bytes, uint64_t* draw) {
+  constexpr size_t kHeader = 13;
+  *draw = *draw * 6364136223846793005ULL + 1442695040888963407ULL;
+  const size_t at = kHeader + (*draw >> 33) % (bytes->size() - kHeader);
+  (*bytes)[at] = static_cast<char>((*bytes)[at] ^ (1 << ((*draw >> 20) % 8)));
 }
 
 // In a fixed order, for comparing the output of nondeterministic ops as multisets.

@@ -678,27 +678,15 @@ TEST(CheckpointTest, CorruptBodyWithValidChecksumNeverCrashes) {
   ASSERT_TRUE(state.ok());
   constexpr size_t kHeader = 13;
   std::mt19937 rng(11);
-  int failed = 0;
-  for (int trial = 0; trial < 1000; ++trial) {
-    std::string bad = *state;
-    for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips) {
-      size_t at = kHeader + rng() % (bad.size() - kHeader);
-      bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
-    }
-    if (rng() % 4 == 0) bad.resize(kHeader + rng() % (bad.size() - kHeader));
-    const uint64_t checksum = XxHash64(std::string_view(bad).substr(kHeader));
-    std::memcpy(bad.data() + 5, &checksum, sizeof checksum);
-    auto restored = ds.RestoreIterator(bad);
-    if (!restored.ok()) {
-      ++failed;
-      EXPECT_TRUE(restored.status().code() == absl::StatusCode::kDataLoss ||
-                  restored.status().code() == absl::StatusCode::kFailedPrecondition)
-          << restored.status();
-      continue;
-    }
-    Pull(*restored, 200);
-  }
-  EXPECT_GT(failed, 50);
+  const std::vector<std::string> failures =
+      checkpoint_testing::RestoreCorruptedStates(ds, *state, 1000, Options(), 200, [&rng](std::string* bad) {
+        for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips) {
+          const size_t at = kHeader + rng() % (bad->size() - kHeader);
+          (*bad)[at] = static_cast<char>((*bad)[at] ^ (1 << (rng() % 8)));
+        }
+        if (rng() % 4 == 0) bad->resize(kHeader + rng() % (bad->size() - kHeader));
+      });
+  EXPECT_GT(failures.size(), 50u);
 }
 
 TEST(CheckpointTest, UncoveredOpsFailNamingOpAndPath) {

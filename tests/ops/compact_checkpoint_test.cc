@@ -234,29 +234,14 @@ TEST(CompactCheckpointTest, CorruptShuffleStateNeverCrashes) {
   Pull(it, 20);
   absl::StatusOr<std::string> state = it.SaveBlocking();
   ASSERT_TRUE(state.ok()) << state.status();
-  constexpr size_t kHeader = 13;
   uint64_t draw = 5;
-  int failed = 0;
-  int replay_refused = 0;
-  for (int trial = 0; trial < 600; ++trial) {
-    std::string bad = *state;
-    draw = draw * 6364136223846793005ULL + 1442695040888963407ULL;
-    const size_t at = kHeader + (draw >> 33) % (bad.size() - kHeader);
-    bad[at] = static_cast<char>(bad[at] ^ (1 << ((draw >> 20) % 8)));
-    const uint64_t checksum = XxHash64(std::string_view(bad).substr(kHeader));
-    std::memcpy(bad.data() + 5, &checksum, sizeof checksum);
-    absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(bad, Compact());
-    if (!restored.ok()) {
-      ++failed;
-      EXPECT_TRUE(restored.status().code() == absl::StatusCode::kDataLoss ||
-                  restored.status().code() == absl::StatusCode::kFailedPrecondition)
-          << restored.status();
-      if (restored.status().message().find("Shuffle at /0") != std::string::npos) ++replay_refused;
-      continue;
-    }
-    Pull(*restored, 300);
-  }
-  EXPECT_GT(failed, 50);
+  const std::vector<std::string> failures = checkpoint_testing::RestoreCorruptedStates(
+      ds, *state, 600, Compact(), 300,
+      [&draw](std::string* bad) { checkpoint_testing::FlipOneBit(bad, &draw); });
+  const auto replay_refused = std::count_if(failures.begin(), failures.end(), [](const std::string& m) {
+    return m.find("Shuffle at /0") != std::string::npos;
+  });
+  EXPECT_GT(failures.size(), 50u);
   EXPECT_GT(replay_refused, 5);
 }
 
@@ -564,27 +549,11 @@ TEST(CompactCheckpointTest, CorruptInterleaveStateNeverCrashes) {
   Pull(it, 17);
   absl::StatusOr<std::string> state = it.SaveBlocking();
   ASSERT_TRUE(state.ok()) << state.status();
-  constexpr size_t kHeader = 13;
   uint64_t draw = 11;
-  int failed = 0;
-  for (int trial = 0; trial < 600; ++trial) {
-    std::string bad = *state;
-    draw = draw * 6364136223846793005ULL + 1442695040888963407ULL;
-    const size_t at = kHeader + (draw >> 33) % (bad.size() - kHeader);
-    bad[at] = static_cast<char>(bad[at] ^ (1 << ((draw >> 20) % 8)));
-    const uint64_t checksum = XxHash64(std::string_view(bad).substr(kHeader));
-    std::memcpy(bad.data() + 5, &checksum, sizeof checksum);
-    absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(bad, Compact());
-    if (!restored.ok()) {
-      ++failed;
-      EXPECT_TRUE(restored.status().code() == absl::StatusCode::kDataLoss ||
-                  restored.status().code() == absl::StatusCode::kFailedPrecondition)
-          << restored.status();
-      continue;
-    }
-    Pull(*restored, 400);
-  }
-  EXPECT_GT(failed, 50);
+  const std::vector<std::string> failures = checkpoint_testing::RestoreCorruptedStates(
+      ds, *state, 600, Compact(), 400,
+      [&draw](std::string* bad) { checkpoint_testing::FlipOneBit(bad, &draw); });
+  EXPECT_GT(failures.size(), 50u);
 }
 
 TEST(CompactCheckpointTest, PipelineThatCannotIsRefusedNamingTheOp) {
