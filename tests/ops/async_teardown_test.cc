@@ -85,6 +85,21 @@ TEST(AsyncTeardownTest, TwoPipelinesOnATwoThreadPool) {
   });
 }
 
+// A tuned Map's consumer runs calls itself (caller runs) and so polls the input, a Repeat that destroys
+// each finished parallel Interleave on the consumer's own thread, blocking until that Interleave's workers
+// have left the pool. The Map's workers must not block a pool thread on the input meanwhile: with both
+// pool thread waiting for the consumer, the Interleave's workers could never run.
+TEST(AsyncTeardownTest, CallerRunsMapOverFinishedParallelInterleaves) {
+  Options options;
+  options.thread_pool_size = 1;
+  auto ds = Dataset<int64_t>(Range(4))
+                .Interleave([](int64_t) { return Dataset<int64_t>(Range(25)); },
+                            /*cycle_length=*/2, /*block_length=*/1, /*num_parallel_calls=*/2)
+                .Repeat(40)
+                .Map([](int64_t x) { return x; }, kAutotune);
+  RunOrDieOfDeadlock([&] { EXPECT_EQ(Count(ds.MakeIterator(options)), 4000); });
+}
+
 // A teardown handed off mid-epoch is still waited for: when the iterator is gone, no call of the user's
 // function runs and the function (with what it captured) has been destroyed.
 TEST(AsyncTeardownTest, TheIteratorWaitsForHandedOffTeardowns) {

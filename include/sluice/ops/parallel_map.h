@@ -490,15 +490,15 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   enum class Pulled : uint8_t { kBusy, kPending, kEnd, kReady };
 
   // Holding a reservation: pulls one input element. Only one puller polls the input at a time, and none
-  // while another awaits the input's WaitReady (a stream has one consumer). `will_await`: on kPending the
-  // caller awaits the input (marked under the same lock, so no second puller polls meanwhile).
-  Pulled Pull(absl::StatusOr<T>* element, int64_t* index, bool will_await) {
+  // while another awaits the input's WaitReady (a stream has one consumer). On kPending the worker awaits
+  // the input (marked under the same lock, so no second puller polls meanwhile).
+  Pulled Pull(absl::StatusOr<T>* element, int64_t* index) {
     std::lock_guard<std::mutex> in_lock(input_mu_);
     if (input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
     if (input_ended_) return Pulled::kEnd;
     PollState state = input_->Poll(element);
     if (state == PollState::kPending) {
-      if (will_await) input_awaiting_.store(true, std::memory_order_seq_cst);
+      input_awaiting_.store(true, std::memory_order_seq_cst);
       return Pulled::kPending;
     }
     if (state == PollState::kEnd) {
@@ -511,6 +511,38 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       input_->Mark(mark_writer_);
     }
     return Pulled::kReady;
+  }
+
+  // The consumer's pull (caller runs). It polls the input outside input_mu_, holding the input as a worker
+  // awaiting it does: that Poll may block its thread (a Repeat destroying a finished async input off the
+  // pool joins it there, and the joined workers need the pool), so workers must park meanwhile rather than
+  // block pool threads on input_mu_.
+  Pulled ConsumerPull(absl::StatusOr<T>* element, int64_t* index) {
+    {
+      std::lock_guard<std::mutex> in_lock(input_mu_);
+      if (input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
+      if (input_ended_) return Pulled::kEnd;
+      input_awaiting_.store(true, std::memory_order_seq_cst);
+    }
+    PollState state = input_->Poll(element);
+    Pulled pulled = Pulled::kReady;
+    {
+      std::lock_guard<std::mutex> in_lock(input_mu_);
+      if (state == PollState::kPending) {
+        pulled = Pulled::kPending;
+      } else if (state == PollState::kEnd) {
+        input_ended_ = true;
+        pulled = Pulled::kEnd;
+      } else {
+        *index = next_index_++;
+        if (compact_) {
+          mark_writer_.Begin(&marks_[static_cast<size_t>(*index) % capacity_]);
+          input_->Mark(mark_writer_);
+        }
+      }
+    }
+    InputAwaited();  // gives the input back and wakes the workers that parked on it
+    return pulled;
   }
 
   // True when it woke the consumer.
@@ -536,7 +568,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       Pulled pulled = Pulled::kBusy;
       {
         UserCallScope call(stop, s->busy_tasks_);
-        pulled = s->Pull(&element, &index, /*will_await=*/true);
+        pulled = s->Pull(&element, &index);
       }
       if (pulled == Pulled::kBusy) {
         s->Unreserve();
@@ -616,7 +648,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       } else {
         absl::StatusOr<T> element;
         int64_t index = 0;
-        Pulled pulled = s->Pull(&element, &index, /*will_await=*/false);
+        Pulled pulled = s->ConsumerPull(&element, &index);
         if (pulled == Pulled::kReady) {
           s->Compute(std::move(element), index);
         } else if (pulled == Pulled::kEnd) {
@@ -648,8 +680,9 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   std::vector<absl::StatusOr<U>> carry_;
   size_t carry_next_ = 0;
 
-  // Input side: input_mu_ serialises Poll of the input; input_awaiting_ is set while one worker awaits
-  // the input's WaitReady (read under mu_ by parkers, see ShouldParkLocked).
+  // Input side: input_mu_ serialises the workers' Poll of the input; input_awaiting_ is set while one
+  // worker awaits the input's WaitReady or the consumer polls it (read under mu_ by parkers, see
+  // ShouldParkLocked).
   std::mutex input_mu_;
   std::atomic<bool> input_awaiting_{false};
   bool input_ended_ = false;  // input_mu_
