@@ -389,9 +389,15 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
     }
     case 15:
     case 16: {
-      const int64_t cycle = 1 + pick(4), block = 1 + pick(3), variant = pick(4);
-      wrap(absl::StrCat("Interleave(sub", variant, ",", cycle, ",", block, ")"));
-      return in.Interleave([variant](int64_t x) { return SubDataset(x, variant); }, cycle, block, "sub");
+      const int64_t cycle = 1 + pick(4), block = 1 + pick(3), variant = pick(4), form = pick(3);
+      auto sub = [variant](int64_t x) { return SubDataset(x, variant); };
+      if (form == 0) {
+        wrap(absl::StrCat("Interleave(sub", variant, ",", cycle, ",", block, ")"));
+        return in.Interleave(sub, cycle, block, "sub");
+      }
+      const int64_t calls = form == 1 ? kAutotune : 1 + pick(static_cast<int>(cycle));
+      wrap(absl::StrCat("Interleave(sub", variant, ",", cycle, ",", block, ",", calls, ",deterministic)"));
+      return in.Interleave(sub, cycle, block, calls, /*deterministic=*/true, "sub");
     }
     default: {
       const int64_t n = 1 + pick(8);
@@ -408,9 +414,9 @@ size_t NodeCount(const OpNode& node) {
 }
 
 // Room for an Interleave's open slots (up to 4): per slot an index, records and its dataset's mark (a
-// nested Interleave's included).
+// nested Interleave's included), or a parallel one's error waiting for its turn.
 size_t InterleaveRoom(const OpNode& node) {
-  size_t n = node.op_name() == "Interleave" ? 4 * 192 : 0;
+  size_t n = node.op_name() == "Interleave" || node.op_name() == "ParallelInterleave" ? 4 * 192 : 0;
   for (const std::shared_ptr<const OpNode>& input : node.inputs()) n += InterleaveRoom(*input);
   return n;
 }
@@ -463,6 +469,110 @@ TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExa
     EXPECT_GT(size, 0u);
     EXPECT_LT(size, 1024u + NamesBytes()) << "cut at " << cut;
   }
+}
+
+// The same with the parallel Interleave reading the shards (two workers run ahead of the consumer): the
+// slots' marks are those of the records the consumer took, not of what the workers buffered.
+TEST(CompactCheckpointTest, ParallelInterleavedFilePipelineStateStaysSmallAndRestoresExactly) {
+  const Dataset<int64_t> ds =
+      ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/3)
+          .Interleave([](std::string file) { return TFRecord({file}, Compression::kGzip); }, 2, 5,
+                      /*num_parallel_calls=*/2, /*deterministic=*/true, "read")
+          .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000000007); }, "hash")
+          .Batch(16)
+          .Prefetch(64)
+          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+  Iterator<int64_t> whole = ds.MakeIterator();
+  const Elements full = Pull(whole, kAll);
+  ASSERT_GT(full.size(), 40u);
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{9}, full.size() / 2, full.size() - 1, full.size()}) {
+    const size_t size = CheckCut(ds, full, cut, Compact(), "parallel interleaved files");
+    EXPECT_GT(size, 0u);
+    EXPECT_LT(size, 1024u + NamesBytes()) << "cut at " << cut;
+  }
+}
+
+// A parallel Interleave whose slots hold errors waiting for their turn: input error elements (MaybeFail)
+// and f failing. Both are saved as the input index that made them and made again by the restore's
+// re-read.
+Dataset<int64_t> ParallelInterleaveWithErrors(std::optional<bool> deterministic) {
+  return Range(0, 40)
+      .Map(MaybeFail, "maybe_fail")
+      .Interleave(
+          [](int64_t x) -> absl::StatusOr<Dataset<int64_t>> {
+            if (x % 5 == 2) return absl::InternalError(absl::StrCat("no dataset for ", x));
+            return SubDataset(x, x % 4);
+          },
+          /*cycle_length=*/3, /*block_length=*/2, /*num_parallel_calls=*/3, deterministic, "sub_or_fail")
+      .Prefetch(3);
+}
+
+TEST(CompactCheckpointTest, ParallelInterleaveWithErrorsInItsSlotsRestoresExactly) {
+  const Dataset<int64_t> ds = ParallelInterleaveWithErrors(/*deterministic=*/true);
+  Iterator<int64_t> whole = ds.MakeIterator(Compact());
+  const Elements full = Pull(whole, kAll);
+  size_t errors = 0;
+  for (const auto& e : full) errors += e.ok() ? 0 : 1;
+  ASSERT_GE(errors, 6u);
+  for (size_t cut = 0; cut <= full.size(); ++cut) {
+    const size_t size = CheckCut(ds, full, cut, Compact(), "parallel interleave with errors");
+    EXPECT_LT(size, 1024u) << "cut at " << cut;
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Sloppy order: a restore goes on with exactly the elements not yet returned, in an order of its own.
+TEST(CompactCheckpointTest, SloppyParallelInterleaveRestoresTheSameMultiset) {
+  const Dataset<int64_t> ds = ParallelInterleaveWithErrors(/*deterministic=*/false);
+  std::vector<std::string> everything;
+  {
+    Iterator<int64_t> whole = ds.MakeIterator(Compact());
+    for (const auto& e : Pull(whole, kAll)) everything.push_back(Show(e));
+  }
+  std::sort(everything.begin(), everything.end());
+  for (size_t cut : {size_t{0}, size_t{3}, size_t{17}, everything.size() / 2, everything.size() - 1}) {
+    Iterator<int64_t> it = ds.MakeIterator(Compact());
+    std::vector<std::string> seen;
+    for (const auto& e : Pull(it, cut)) seen.push_back(Show(e));
+    absl::StatusOr<std::string> state = it.SaveBlocking();
+    ASSERT_TRUE(state.ok()) << state.status();
+    absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, Compact());
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    for (const auto& e : Pull(*restored, kAll)) seen.push_back(Show(e));
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, everything) << "cut at " << cut;
+  }
+}
+
+// A full parallel Interleave state restored into a compact iterator: compact saves fail naming the slot
+// until the slots it restored (without marks) have closed.
+TEST(CompactCheckpointTest, FullParallelInterleaveStateRestoresIntoACompactIterator) {
+  const Dataset<int64_t> ds =
+      Range(0, 10).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3); }, 2, 1,
+                              /*num_parallel_calls=*/2, /*deterministic=*/true, "triple");
+  Iterator<int64_t> whole = ds.MakeIterator();
+  const Elements full = Pull(whole, kAll);
+  ASSERT_EQ(full.size(), 30u);
+  Iterator<int64_t> it = ds.MakeIterator();
+  const Elements prefix = Pull(it, 4);
+  absl::StatusOr<std::string> state = it.SaveBlocking();
+  ASSERT_TRUE(state.ok()) << state.status();
+  absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, Compact());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  absl::StatusOr<std::string> refused = restored->SaveBlocking();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("cycle slot"), std::string::npos) << refused.status();
+  Elements joined = prefix;
+  const Elements next = Pull(*restored, 10);
+  joined.insert(joined.end(), next.begin(), next.end());
+  absl::StatusOr<std::string> compact = restored->SaveBlocking();
+  ASSERT_TRUE(compact.ok()) << compact.status();
+  absl::StatusOr<Iterator<int64_t>> again = ds.RestoreIterator(*compact, Compact());
+  ASSERT_TRUE(again.ok()) << again.status();
+  const Elements rest = Pull(*again, kAll);
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  EXPECT_EQ(joined, full);
 }
 
 // Unseeded random ops inside the slots: their seeds are drawn per iterator, so a restore must give the
@@ -550,6 +660,19 @@ TEST(CompactCheckpointTest, CorruptInterleaveStateNeverCrashes) {
   absl::StatusOr<std::string> state = it.SaveBlocking();
   ASSERT_TRUE(state.ok()) << state.status();
   uint64_t draw = 11;
+  const std::vector<std::string> failures = checkpoint_testing::RestoreCorruptedStates(
+      ds, *state, 600, Compact(), 400,
+      [&draw](std::string* bad) { checkpoint_testing::FlipOneBit(bad, &draw); });
+  EXPECT_GT(failures.size(), 50u);
+}
+
+TEST(CompactCheckpointTest, CorruptParallelInterleaveStateNeverCrashes) {
+  const Dataset<int64_t> ds = ParallelInterleaveWithErrors(/*deterministic=*/true);
+  Iterator<int64_t> it = ds.MakeIterator(Compact());
+  Pull(it, 23);
+  absl::StatusOr<std::string> state = it.SaveBlocking();
+  ASSERT_TRUE(state.ok()) << state.status();
+  uint64_t draw = 13;
   const std::vector<std::string> failures = checkpoint_testing::RestoreCorruptedStates(
       ds, *state, 600, Compact(), 400,
       [&draw](std::string* bad) { checkpoint_testing::FlipOneBit(bad, &draw); });

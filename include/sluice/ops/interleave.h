@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/cardinality.h"
+#include "sluice/ops/detail/interleave_compact.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/nested_checkpoint.h"
 #include "sluice/ops/op_node.h"
@@ -129,57 +130,18 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
  private:
   IteratorState::NodeKey Key() const { return IteratorState::NodeKey{this, this->weak_from_this()}; }
 
-  // A compact section: the cycle as a full state has it, an empty vector where a full state has its
-  // slots (cycle_length >= 1 of them, so the two never mix), the input index the input's mark stands
-  // before, whether that mark follows at /0, and per slot nothing or (input index, records, mark).
-  using CompactSlot = std::optional<std::tuple<int64_t, std::string, std::string>>;
-  struct CompactSection {
-    int64_t input_index = 0;
-    int64_t cycle_index = 0;
-    int64_t block_index = 0;
-    bool input_done = false;
-    std::vector<int64_t> marker;
-    int64_t base_index = 0;
-    bool has_input = false;
-    std::vector<CompactSlot> slots;
-  };
-  static void EncodeCompactHead(const CompactSection& c, std::string* out) {
-    out->clear();
-    ElementCodec<int64_t>::Encode(c.input_index, out);
-    ElementCodec<int64_t>::Encode(c.cycle_index, out);
-    ElementCodec<int64_t>::Encode(c.block_index, out);
-    ElementCodec<bool>::Encode(c.input_done, out);
-    ElementCodec<std::vector<int64_t>>::Encode(c.marker, out);
-    ElementCodec<int64_t>::Encode(c.base_index, out);
-    ElementCodec<bool>::Encode(c.has_input, out);
-  }
+  using CompactSlot = detail_interleave::CompactSlot;
+  using CompactSection = detail_interleave::CompactSection;
 
   absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreCompact(IteratorContextPtr context,
                                                             const CheckpointReader& reader,
                                                             const std::string& path, CompactSection c) const {
-    if (c.slots.size() != static_cast<size_t>(cycle_length_) || c.cycle_index < 0 ||
-        c.cycle_index >= cycle_length_ || c.block_index < 0 || c.block_index >= block_length_ ||
-        c.input_index < 0) {
-      return reader.Corrupt(
-          path, absl::DataLossError(absl::StrCat("a cycle of ", c.slots.size(), " at ", c.cycle_index,
-                                                 ", block ", c.block_index)));
-    }
-    int64_t oldest = c.input_index;
-    for (const CompactSlot& slot : c.slots) {
-      if (!slot) continue;
-      const int64_t index = std::get<0>(*slot);
-      if (index < 0 || index >= c.input_index) {
-        return reader.Corrupt(path, absl::DataLossError(absl::StrCat("a slot of input element ", index,
-                                                                     " of ", c.input_index)));
-      }
-      oldest = std::min(oldest, index);
-    }
-    const bool needs_input = oldest < c.input_index || !c.input_done;
-    if (c.base_index != oldest || needs_input != c.has_input) {
-      return reader.Corrupt(path, absl::DataLossError("the input's mark does not match the open slots"));
+    if (absl::Status bad = detail_interleave::CheckCompactSection(c, {}, cycle_length_, block_length_);
+        !bad.ok()) {
+      return reader.Corrupt(path, bad);
     }
     std::unique_ptr<Stream<T>> input;
-    if (needs_input) {
+    if (c.has_input) {
       auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
       if (!restored.ok()) return restored.status();
       input = std::move(*restored);
@@ -347,7 +309,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
           next_mark_ok_ = refill_mark_ok_;
         }
       }
-      EncodeCompactHead(c, &refill_section_);
+      detail_interleave::EncodeCompactHead(c, &refill_section_);
       ElementCodec<std::vector<CompactSlot>>::Encode(c.slots, &refill_section_);
       refill_has_input_ = c.has_input;
       refill_slots_ = std::move(c.slots);
@@ -421,21 +383,18 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
         return absl::FailedPreconditionError("its input cannot mark its place");
       }
       head.has_input = input_mark != nullptr;
-      EncodeCompactHead(head, &section_);
-      codec_detail::PutVarint(slots_.size(), &section_);
+      detail_interleave::EncodeCompactHead(head, &section_);
+      detail_interleave::AppendSlotCount(slots_.size(), &section_);
       for (size_t i = 0; i < slots_.size(); ++i) {
         if (!slots_[i]) {
-          section_.push_back('\0');
+          detail_interleave::AppendEmptySlot(&section_);
           continue;
         }
-        section_.push_back('\1');
-        ElementCodec<int64_t>::Encode(slot_index_[i], &section_);
-        ElementCodec<std::string>::Encode(slot_records_[i], &section_);
         slot_writer_.Begin(&slot_mark_);
         if (!slots_[i]->Mark(slot_writer_)) {
           return absl::FailedPreconditionError(absl::StrCat("cycle slot ", i, " cannot mark its place"));
         }
-        codec_detail::PutString(slot_mark_.bytes(), &section_);
+        detail_interleave::AppendOpenSlot(slot_index_[i], slot_records_[i], slot_mark_.bytes(), &section_);
       }
       section_now_ = &section_;
       input_mark_now_ = input_mark;

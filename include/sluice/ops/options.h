@@ -11,10 +11,10 @@
 //   the state stays small whatever the buffer sizes; the elements a Prefetch had buffered are read again
 //   after a restore. Only for pipelines whose every op can keep its place that way (OpNode::
 //   keeps_compact_state: sources with positions, Map, Filter, ParseExample, Batch, Take, Skip, Repeat,
-//   Shuffle, Prefetch, Zip, Concatenate, Enumerate, Shard, sequential Interleave and FlatMap, and
-//   deterministic ParallelMap and parallel Batch); MakeIterator and RestoreIterator refuse any other with
-//   InvalidArgument naming the first op that cannot (docs/checkpoint.md). An Interleave checks each
-//   dataset its function makes when that dataset's slot opens (an error element naming the node).
+//   Shuffle, Prefetch, Zip, Concatenate, Enumerate, Shard, Interleave and FlatMap (sequential or
+//   parallel), and deterministic ParallelMap and parallel Batch); MakeIterator and RestoreIterator refuse any
+//   other with InvalidArgument naming the first op that cannot (docs/checkpoint.md). An Interleave checks
+//   each dataset its function makes when that dataset's slot opens (an error element naming the node).
 #ifndef SLUICE_OPS_OPTIONS_H_
 #define SLUICE_OPS_OPTIONS_H_
 

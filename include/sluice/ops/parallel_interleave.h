@@ -24,6 +24,12 @@
 //   they already take, awaited without blocking a thread; a worker waiting on a sub-stream waits until it
 //   is ready), then saves the cycle as the sequential Interleave does, plus each slot's buffered elements
 //   (they need an ElementCodec), error and end. Workers start again at the next Poll.
+//   Compact checkpoints (Options::compact_checkpoints), deterministic or not: as the sequential Interleave's
+//   compact section (sluice/ops/detail/interleave_compact.h), plus the slots whose error waits for its
+//   turn. A slot's mark is its stream's mark after the last element the consumer took from it: workers
+//   mark the stream after each element they buffer, and the consumer keeps the mark of what it takes, so
+//   a save pauses nothing and buffered elements are read again after a restore. Sloppy order restores
+//   the same multiset.
 //
 //   Dataset<std::string> records = ListFiles({"/data/*.tfrecord"}).Interleave(
 //       [](std::string file) { return TFRecord({file}); }, /*cycle_length=*/4, /*block_length=*/16,
@@ -55,10 +61,13 @@
 #include "sluice/ops/autotune.h"
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/detail/async_stream_owner.h"
+#include "sluice/ops/detail/interleave_compact.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/interleave.h"
+#include "sluice/ops/nested_checkpoint.h"
 #include "sluice/ops/op_node.h"
 #include "sluice/ops/parallel_map.h"
+#include "sluice/ops/stream_mark.h"
 #include "sluice/ops/user_function.h"
 #include "sluice/ops/user_function_stop.h"
 
@@ -66,7 +75,8 @@ namespace sluice::ops {
 
 template <class T, class F>
 class ParallelInterleaveNode final
-    : public Node<typename UnwrapStatusOrT<std::invoke_result_t<F&, T>>::element_type> {
+    : public Node<typename UnwrapStatusOrT<std::invoke_result_t<F&, T>>::element_type>,
+      public std::enable_shared_from_this<ParallelInterleaveNode<T, F>> {
  public:
   using SubDataset = UnwrapStatusOrT<std::invoke_result_t<F&, T>>;
   using U = typename SubDataset::element_type;
@@ -91,9 +101,13 @@ class ParallelInterleaveNode final
   }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }
+  // The datasets f makes are checked when their slots open; slot seeds derive from this op's.
+  bool keeps_compact_state(const Options&) const override { return true; }
+  bool draws_seed() const override { return true; }
 
  private:
   class ParallelInterleaveStream;
+  IteratorState::NodeKey Key() const { return IteratorState::NodeKey{this, this->weak_from_this()}; }
   std::unique_ptr<ParallelInterleaveStream> MakeImpl(const IteratorContextPtr& context,
                                                      std::unique_ptr<Stream<T>> input) const {
     bool deterministic = deterministic_.value_or(context->options.deterministic);
@@ -110,7 +124,7 @@ class ParallelInterleaveNode final
     }
     return std::make_unique<ParallelInterleaveStream>(std::move(input), f_, context, cycle_length_,
                                                       block_length_, initial, max_parallelism, deterministic,
-                                                      tuner);
+                                                      tuner, Key());
   }
 
  public:
@@ -125,6 +139,30 @@ class ParallelInterleaveNode final
   absl::StatusOr<std::unique_ptr<Stream<U>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
+    detail_interleave::CompactSection compact;
+    detail_interleave::ErrorSlots errors;
+    if (reader
+            .ReadState(path, &compact.input_index, &compact.cycle_index, &compact.block_index,
+                       &compact.input_done, &compact.marker, &compact.base_index, &compact.has_input,
+                       &compact.slots, &errors)
+            .ok() &&
+        compact.marker.empty()) {
+      if (absl::Status bad =
+              detail_interleave::CheckCompactSection(compact, errors, cycle_length_, block_length_);
+          !bad.ok()) {
+        return reader.Corrupt(path, bad);
+      }
+      std::unique_ptr<Stream<T>> input;
+      if (compact.has_input) {
+        auto restored = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
+        if (!restored.ok()) return restored.status();
+        input = std::move(*restored);
+      }
+      std::unique_ptr<ParallelInterleaveStream> impl = MakeImpl(context, std::move(input));
+      impl->BeginRefill(std::move(compact), std::move(errors));
+      return std::make_unique<detail_teardown::AsyncStreamOwner<ParallelInterleaveStream>>(
+          std::move(impl), context->teardowns);
+    }
     if constexpr (!HasElementCodec<T> || !HasElementCodec<U>) {
       return reader.Unsupported(path);
     } else {
@@ -172,9 +210,11 @@ class ParallelInterleaveNode final
                                std::vector<absl::StatusOr<U>>, bool>;
   class ParallelInterleaveStream final : public Stream<U>, public Tunable {
    public:
-    ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context, int64_t cycle_length,
-            int64_t block_length, int parallelism, int max_parallelism, bool deterministic, Tuner* tuner)
-        : input_(std::move(input)),
+    ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context,
+                             int64_t cycle_length, int64_t block_length, int parallelism, int max_parallelism,
+                             bool deterministic, Tuner* tuner, IteratorState::NodeKey key)
+        : key_(std::move(key)),
+          input_(std::move(input)),
           f_(std::move(f)),
           context_(std::move(context)),
           pool_(context_->pool),
@@ -183,10 +223,17 @@ class ParallelInterleaveNode final
           deterministic_(deterministic),
           max_parallelism_(std::max(1, max_parallelism)),
           target_(std::clamp(parallelism, 1, max_parallelism_)),
+          compact_(context_->options.compact_checkpoints),
           slots_(static_cast<size_t>(cycle_length)),
           empty_(static_cast<size_t>(cycle_length)),
           ready_(/*initially_set=*/false, context_->pool),
-          tuner_(tuner) {}
+          tuner_(tuner) {
+      if (compact_) {
+        if (input_ != nullptr) next_mark_ok_ = MarkInput(&next_mark_);
+        // Drawn now, so that a state saved before the first slot opens holds it too.
+        context_->state->Seed(key_);
+      }
+    }
 
     // Joined here only when nothing runs any more: made under an AsyncStreamOwner, which joins (or, on
     // a pool worker, hands off) first.
@@ -199,6 +246,11 @@ class ParallelInterleaveNode final
     PollState Poll(absl::StatusOr<U>* out) override {
       if (!started_) Start();
       waiting_on_input_ = false;
+      if (refilling_) [[unlikely]] {
+        bool yielded = false;
+        PollState state = PollRefill(out, &yielded);
+        if (state == PollState::kPending || yielded) return state;
+      }
       size_t misses = 0;  // sloppy: slots passed over without data in this call
       for (;;) {
         if (empty_ > 0 && !input_done_) Fill();
@@ -213,6 +265,7 @@ class ParallelInterleaveNode final
           if (slot.error) {
             *out = std::move(*slot.error);
             slot.error.reset();
+            if (compact_) slot.ClearMarks();
             ++empty_;
             AdvanceLocked();
             return PollState::kReady;
@@ -235,6 +288,10 @@ class ParallelInterleaveNode final
             if (slot.buffer.size() == slot_capacity_ && !slot.ended && !slot.busy) wake = parked_.TakeOne();
             *out = std::move(slot.buffer.front());
             slot.buffer.pop_front();
+            if (compact_) {
+              std::swap(slot.returned, slot.marks.front());
+              slot.marks.pop_front();
+            }
             if (++block_index_ == block_length_) AdvanceLocked();
             kept_in_turn = true;
           } else if (slot.ended) {
@@ -242,6 +299,7 @@ class ParallelInterleaveNode final
             closed_node = std::move(slot.node);
             slot.input = SavedInput{};
             slot.ended = false;
+            if (compact_) slot.ClearMarks();
             ++empty_;
             AdvanceLocked();
           } else if (!deterministic_ && ++misses <= slots_.size()) {
@@ -265,11 +323,52 @@ class ParallelInterleaveNode final
       return Wait(this);
     }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
+      if (refilling_ || compact_) {
+        absl::Status made = CompactSectionNow();
+        if (!made.ok()) return Stream<U>::SaveResult(writer->Unsupported(path, std::string(made.message())));
+        writer->WriteRaw(path, *section_now_);
+        if (input_mark_now_ != nullptr) input_mark_now_->WriteTo(writer.get(), ChildNodePath(path, 0));
+        return Stream<U>::SaveResult(absl::OkStatus());
+      }
       if constexpr (!HasElementCodec<T> || !HasElementCodec<U>) {
         return Stream<U>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
       } else {
         return SavePaused(this, std::move(writer), std::move(path));
       }
+    }
+
+    bool Mark(MarkWriter& mark) const override {
+      if (!refilling_ && !compact_) return false;
+      if (!CompactSectionNow().ok()) return false;
+      mark.WriteRaw(*section_now_);
+      if (input_mark_now_ != nullptr) mark.AppendInputMark(0, *input_mark_now_);
+      return true;
+    }
+
+    // A compact restore: the input stands before input element c.base_index; the first Polls re-read it
+    // up to c.input_index, reopening the saved slots (and their errors) from their elements.
+    void BeginRefill(detail_interleave::CompactSection c, detail_interleave::ErrorSlots errors) {
+      input_index_ = c.input_index;
+      cursor_.store(static_cast<size_t>(c.cycle_index), std::memory_order_relaxed);
+      block_index_ = c.block_index;
+      refill_next_ = c.base_index;
+      refill_end_ = c.input_index;
+      refill_input_done_ = c.input_done;
+      refill_mark_ok_ = true;
+      if (input_ != nullptr) {
+        refill_mark_ok_ = MarkInput(&refill_mark_);
+        if (compact_) {
+          next_mark_ = refill_mark_;
+          next_mark_ok_ = refill_mark_ok_;
+        }
+      }
+      detail_interleave::EncodeCompactHead(c, &refill_section_);
+      ElementCodec<std::vector<detail_interleave::CompactSlot>>::Encode(c.slots, &refill_section_);
+      ElementCodec<detail_interleave::ErrorSlots>::Encode(errors, &refill_section_);
+      refill_has_input_ = c.has_input;
+      refill_slots_ = std::move(c.slots);
+      refill_errors_ = std::move(errors);
+      refilling_ = true;
     }
 
     // Before the first Poll of a restored stream: the cycle as Save wrote it.
@@ -300,6 +399,10 @@ class ParallelInterleaveNode final
         }
         for (absl::StatusOr<U>& x : std::get<2>(saved[i])) slot.buffer.push_back(std::move(x));
         slot.ended = std::get<3>(saved[i]);
+        if (compact_) {  // a full state has no marks: compact saves wait until this slot closes
+          slot.marks.resize(slot.buffer.size());
+          slot.unmarked = slot.stream != nullptr || slot.error.has_value();
+        }
         if (slot.stream == nullptr && !slot.error) ++empty_;
       }
       return absl::OkStatus();
@@ -347,6 +450,35 @@ class ParallelInterleaveNode final
       std::deque<absl::StatusOr<U>> buffer;
       bool busy = false;   // a worker owns `stream` (polling it or awaiting its WaitReady)
       bool ended = false;  // `stream` is over; the slot closes once `buffer` is drained
+      // Compact checkpoints: the input index of the element that opened the slot (or failed), the input's
+      // mark before it, the records of its dataset's nodes at its opening, its stream's mark after the
+      // last element the consumer took and after each buffered one (`marks`, beside `buffer`); unmarked:
+      // one of them is unknown (a full state restored), so compact saves wait until the slot closes.
+      int64_t index = 0;
+      StreamMark input_mark;
+      std::string records;
+      StreamMark returned;
+      std::deque<StreamMark> marks;
+      bool unmarked = false;
+
+      void ClearMarks() {
+        input_mark.Clear();
+        records.clear();
+        returned.Clear();
+        marks.clear();
+        unmarked = false;
+      }
+    };
+
+    // A slot's contents as the consumer makes them, before they are published under mu_.
+    struct Opened {
+      std::unique_ptr<Stream<U>> stream;
+      NodePtr<U> node;
+      SavedInput input{};
+      std::optional<absl::Status> error;
+      std::string records;
+      StreamMark returned;
+      bool marked = true;
     };
 
     void Start() {
@@ -440,10 +572,10 @@ class ParallelInterleaveNode final
       size_t n = slots_.size();
       size_t start = cursor_.load(std::memory_order_relaxed);
       for (size_t k = 0; k < n && empty_ > 0 && !input_done_; ++k) {
-        Slot& slot = slots_[(start + k) % n];
+        const size_t i = (start + k) % n;
         {
           std::lock_guard<std::mutex> lock(mu_);
-          if (slot.stream != nullptr || slot.error) continue;
+          if (slots_[i].stream != nullptr || slots_[i].error) continue;
         }
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) return;
@@ -452,39 +584,231 @@ class ParallelInterleaveNode final
           return;
         }
         int64_t index = input_index_++;
-        std::unique_ptr<Stream<U>> stream;
-        NodePtr<U> node;
-        SavedInput input{};
-        std::optional<absl::Status> error;
-        if (!in_.ok()) {
-          error = std::move(in_).status();
-        } else {
-          if constexpr (HasElementCodec<T>) input = *in_;  // for a save
-          absl::StatusOr<SubDataset> sub = InvokeUserFunction("ParallelInterleave", index, f_, std::move(*in_));
-          if (sub.ok()) {
-            node = sub->node();
-            stream = node->MakeStream(context_);
-          } else {
-            error = std::move(sub).status();
-          }
-        }
-        std::coroutine_handle<> wake;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          --empty_;
-          if (error) {
-            slot.error = std::move(error);
-          } else {
-            slot.stream = std::move(stream);
-            slot.node = std::move(node);
-            slot.input = std::move(input);
-            slot.buffer.clear();
-            slot.ended = false;
-            wake = parked_.TakeOne();
-          }
-        }
-        if (wake) pool_->Execute(wake);
+        PulledInput();
+        Install(i, index, Open(index, std::move(in_)));
       }
+    }
+
+    // The input's marks after it yielded an element (compact checkpoints).
+    void PulledInput() {
+      if (!compact_) return;
+      std::swap(pulled_mark_, next_mark_);
+      pulled_mark_ok_ = next_mark_ok_;
+      next_mark_ok_ = MarkInput(&next_mark_);
+    }
+    // False when the input cannot mark its place (restored from a full state, as a Shuffle refilling).
+    bool MarkInput(StreamMark* out) const {
+      MarkWriter writer;
+      writer.Begin(out);
+      return input_->Mark(writer);
+    }
+
+    // The slot input element `index` opens: f's dataset and its stream, or the error to yield in its turn.
+    Opened Open(int64_t index, absl::StatusOr<T> in) {
+      Opened o;
+      if (!in.ok()) {
+        o.error = std::move(in).status();
+        return o;
+      }
+      if constexpr (HasElementCodec<T>) o.input = *in;  // for a full save
+      absl::StatusOr<SubDataset> sub = InvokeUserFunction("ParallelInterleave", index, f_, std::move(*in));
+      if (!sub.ok()) {
+        o.error = std::move(sub).status();
+        return o;
+      }
+      o.node = sub->node();
+      if (compact_) {
+        if (absl::Status compact = CheckCompactCheckpoints(*o.node, context_->options); !compact.ok()) {
+          o.error = absl::InvalidArgumentError(
+              absl::StrCat("ParallelInterleave: the dataset f made from input element ", index,
+                           " cannot be saved compactly: ", compact.message()));
+          o.node.reset();
+          return o;
+        }
+        PrepareNestedSeeds(o.node, context_->state.get(), NestedSlotSeed(context_->state->Seed(key_), index));
+      }
+      o.stream = o.node->MakeStream(context_);
+      if (compact_) {
+        o.records = CaptureNestedRecords(o.node, context_->state.get());
+        o.marked = MarkStream(*o.stream, &o.returned);
+      }
+      return o;
+    }
+    static bool MarkStream(const Stream<U>& stream, StreamMark* out) {
+      MarkWriter writer;
+      writer.Begin(out);
+      return stream.Mark(writer);
+    }
+
+    // Publishes what Open made into empty slot i (the input's mark before its element in pulled_mark_).
+    void Install(size_t i, int64_t index, Opened o) {
+      std::coroutine_handle<> wake;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        Slot& slot = slots_[i];
+        --empty_;
+        if (o.error) {
+          slot.error = std::move(o.error);
+        } else {
+          slot.stream = std::move(o.stream);
+          slot.node = std::move(o.node);
+          slot.input = std::move(o.input);
+          slot.buffer.clear();
+          slot.ended = false;
+          wake = parked_.TakeOne();
+        }
+        if (compact_) {
+          slot.index = index;
+          std::swap(slot.input_mark, pulled_mark_);
+          slot.records = std::move(o.records);
+          slot.returned = std::move(o.returned);
+          slot.marks.clear();
+          slot.unmarked = !pulled_mark_ok_ || !o.marked;
+        }
+      }
+      if (wake) pool_->Execute(wake);
+    }
+
+    // The compact section of this stream now into section_now_, and the input's mark to write at /0
+    // (null: none); FailedPrecondition's message says why when it cannot be written. Consumer only: it
+    // reads what the consumer alone changes (the cycle, the slots' streams, errors and returned marks).
+    absl::Status CompactSectionNow() const {
+      if (refilling_) {
+        if (!refill_mark_ok_) return absl::FailedPreconditionError("its input cannot mark its place");
+        section_now_ = &refill_section_;
+        input_mark_now_ = refill_has_input_ ? &refill_mark_ : nullptr;
+        return absl::OkStatus();
+      }
+      std::lock_guard<std::mutex> lock(mu_);  // slot.unmarked is also set by workers
+      detail_interleave::CompactSection head;
+      head.input_index = input_index_;
+      head.cycle_index = static_cast<int64_t>(cursor_.load(std::memory_order_relaxed));
+      head.block_index = block_index_;
+      head.input_done = input_done_;
+      head.base_index = input_index_;
+      const StreamMark* input_mark = input_done_ ? nullptr : &next_mark_;
+      errors_now_.clear();
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& slot = slots_[i];
+        if (slot.stream == nullptr && !slot.error) continue;
+        if (slot.unmarked) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("cycle slot ", i,
+                           " has no mark (opened from a full state, or its dataset cannot mark its place): "
+                           "compact saves wait until it closes"));
+        }
+        if (slot.index < head.base_index) {
+          head.base_index = slot.index;
+          input_mark = &slot.input_mark;
+        }
+        if (slot.error) errors_now_.emplace_back(static_cast<int64_t>(i), slot.index);
+      }
+      if (input_mark == &next_mark_ && !next_mark_ok_) {
+        return absl::FailedPreconditionError("its input cannot mark its place");
+      }
+      head.has_input = input_mark != nullptr;
+      detail_interleave::EncodeCompactHead(head, &section_);
+      detail_interleave::AppendSlotCount(slots_.size(), &section_);
+      for (const Slot& slot : slots_) {
+        if (slot.stream == nullptr) {
+          detail_interleave::AppendEmptySlot(&section_);
+        } else {
+          detail_interleave::AppendOpenSlot(slot.index, slot.records, slot.returned.bytes(), &section_);
+        }
+      }
+      ElementCodec<detail_interleave::ErrorSlots>::Encode(errors_now_, &section_);
+      section_now_ = &section_;
+      input_mark_now_ = input_mark;
+      return absl::OkStatus();
+    }
+
+    // Re-reads input elements [refill_next_, refill_end_), reopening the saved slots from theirs. An error
+    // (the input ends early, f or a slot's restore fails) is yielded once (*yielded) and the re-read goes
+    // on at the next Poll.
+    PollState PollRefill(absl::StatusOr<U>* out, bool* yielded) {
+      while (refill_next_ < refill_end_) {
+        PollState state = input_->Poll(&in_);
+        if (state == PollState::kPending) {
+          waiting_on_input_ = true;
+          return state;
+        }
+        if (state == PollState::kEnd) {
+          *out = absl::DataLossError(
+              absl::StrCat("ParallelInterleave: restoring a compact checkpoint, the input ended at ",
+                           refill_next_, " of the ", refill_end_, " elements it had before the save"));
+          *yielded = true;
+          refill_next_ = refill_end_;
+          refill_input_done_ = true;
+          FinishRefill();
+          return PollState::kReady;
+        }
+        const int64_t index = refill_next_++;
+        PulledInput();
+        for (size_t i = 0; i < refill_slots_.size(); ++i) {
+          if (!refill_slots_[i] || std::get<0>(*refill_slots_[i]) != index) continue;
+          const auto& [slot_index, records, mark] = *refill_slots_[i];
+          absl::StatusOr<Opened> reopened =
+              in_.ok() ? Reopen(index, std::move(*in_), records, mark) : absl::StatusOr<Opened>(in_.status());
+          if (!reopened.ok()) {
+            *out =
+                absl::Status(reopened.status().code(),
+                             absl::StrCat("restoring ParallelInterleave, cycle slot ", i, " (input element ",
+                                          slot_index, "): ", reopened.status().message()));
+            *yielded = true;
+            return PollState::kReady;
+          }
+          Install(i, index, *std::move(reopened));
+          break;
+        }
+        for (const auto& [slot, error_index] : refill_errors_) {
+          if (error_index != index) continue;
+          Opened o = Open(index, std::move(in_));
+          if (!o.error) {
+            o.error = absl::DataLossError(
+                absl::StrCat("ParallelInterleave: restoring a compact checkpoint, input element ", index,
+                             " opened a dataset where the saved iterator had an error"));
+          }
+          o.stream.reset();
+          Install(static_cast<size_t>(slot), index, std::move(o));
+          break;
+        }
+      }
+      FinishRefill();
+      return PollState::kReady;
+    }
+    void FinishRefill() {
+      refilling_ = false;
+      refill_slots_.clear();
+      refill_errors_.clear();
+      refill_section_.clear();
+      input_done_ = refill_input_done_;
+      std::vector<std::coroutine_handle<>> wake;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        empty_ = 0;
+        for (const Slot& slot : slots_) empty_ += slot.stream == nullptr && !slot.error ? 1 : 0;
+        parked_.TakeAll(&wake);
+      }
+      detail_parallel::ResumeAllOn(pool_, &wake);
+    }
+    // A saved slot's dataset made again from its re-read element, its stream restored from its mark.
+    absl::StatusOr<Opened> Reopen(int64_t index, T element, const std::string& records,
+                                  const std::string& mark) {
+      Opened o;
+      if constexpr (HasElementCodec<T>) o.input = element;
+      absl::StatusOr<SubDataset> sub =
+          InvokeUserFunction("ParallelInterleave", index, f_, std::move(element));
+      if (!sub.ok()) return sub.status();
+      o.node = sub->node();
+      absl::StatusOr<CheckpointReader> reader =
+          RestoreNestedMark(o.node, context_->state.get(), records, mark);
+      if (!reader.ok()) return reader.status();
+      auto stream = o.node->RestoreStream(context_, *reader, std::string(kRootNodePath));
+      if (!stream.ok()) return stream.status();
+      o.stream = std::move(*stream);
+      o.records = records;
+      if (compact_) o.marked = MarkStream(*o.stream, &o.returned);
+      return o;
     }
 
     bool SlotReadyLocked(const Slot& s) const {
@@ -524,6 +848,8 @@ class ParallelInterleaveNode final
       co_await s->pool_->Schedule();
       const std::stop_token stop = s->scope_.stop_token();  // what the inner pipelines' functions see
       std::vector<absl::StatusOr<U>> local;
+      std::vector<StreamMark> local_marks;  // compact: the stream's mark after each element of `local`
+      MarkWriter mark_writer;
       absl::StatusOr<U> element;
       for (;;) {
         size_t index = 0;
@@ -555,6 +881,7 @@ class ParallelInterleaveNode final
         // The slot is ours while busy: the consumer neither polls nor closes a busy stream.
         bool ended = false;
         bool pending = false;
+        bool marked = true;
         local.clear();
         {
           UserCallScope call(stop, s->context_->busy_tasks.get());  // synchronous only: no co_await inside
@@ -562,6 +889,11 @@ class ParallelInterleaveNode final
             PollState state = stream->Poll(&element);
             if (state == PollState::kReady) {
               local.push_back(std::move(element));
+              if (s->compact_) {
+                if (local_marks.size() < local.size()) local_marks.resize(local.size());
+                mark_writer.Begin(&local_marks[local.size() - 1]);
+                marked = stream->Mark(mark_writer) && marked;
+              }
             } else {
               ended = state == PollState::kEnd;
               pending = state == PollState::kPending;
@@ -574,6 +906,10 @@ class ParallelInterleaveNode final
           std::lock_guard<std::mutex> lock(s->mu_);
           Slot& slot = s->slots_[index];
           for (absl::StatusOr<U>& x : local) slot.buffer.push_back(std::move(x));
+          if (s->compact_) {
+            for (size_t k = 0; k < local.size(); ++k) slot.marks.push_back(std::move(local_marks[k]));
+            if (!marked) slot.unmarked = true;
+          }
           slot.ended = ended;
           if (!pending) slot.busy = false;
           s->NotifyConsumerLocked(&set);
@@ -605,6 +941,7 @@ class ParallelInterleaveNode final
     }
 
     // Consumer-only state first; destroyed after the scope (declared last) has joined the workers.
+    IteratorState::NodeKey key_;  // the node's, for its seed
     std::unique_ptr<Stream<T>> input_;
     F f_;
     IteratorContextPtr context_;
@@ -620,6 +957,31 @@ class ParallelInterleaveNode final
     int64_t input_index_ = 0;
     int64_t block_index_ = 0;
     absl::StatusOr<T> in_;
+
+    // Compact checkpoints (compact_): the input's mark before its next element and before the one just
+    // pulled (the slots keep theirs, see Slot).
+    const bool compact_;
+    StreamMark next_mark_;
+    StreamMark pulled_mark_;
+    bool next_mark_ok_ = true;
+    bool pulled_mark_ok_ = true;
+    // A compact restore's re-read of input elements [refill_next_, refill_end_); meanwhile a save writes
+    // the restored section again, with the input's mark from the restore.
+    bool refilling_ = false;
+    int64_t refill_next_ = 0;
+    int64_t refill_end_ = 0;
+    bool refill_input_done_ = false;
+    bool refill_has_input_ = false;
+    bool refill_mark_ok_ = true;
+    std::vector<detail_interleave::CompactSlot> refill_slots_;
+    detail_interleave::ErrorSlots refill_errors_;
+    std::string refill_section_;
+    StreamMark refill_mark_;
+    // Scratch of CompactSectionNow (Save and Mark run on the consumer's thread, one at a time).
+    mutable std::string section_;
+    mutable detail_interleave::ErrorSlots errors_now_;
+    mutable const std::string* section_now_ = nullptr;
+    mutable const StreamMark* input_mark_now_ = nullptr;
 
     mutable std::mutex mu_;
     std::vector<Slot> slots_;
