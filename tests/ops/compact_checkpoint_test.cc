@@ -112,16 +112,21 @@ size_t CheckCut(const Dataset<int64_t>& ds, const Elements& full, size_t cut, co
   return state->size();
 }
 
-TEST(CompactCheckpointTest, FilePipelineStateStaysSmallAndRestoresExactly) {
-  const Dataset<int64_t> ds = FilePipeline();
+// A file pipeline cut at its start, early, in the middle and at its end: each compact state restores
+// exactly and stays under the 1 KiB beside the shards' names.
+void CheckFilePipelineCuts(const Dataset<int64_t>& ds, size_t early, const std::string& what) {
   Iterator<int64_t> whole = ds.MakeIterator();
   const Elements full = Pull(whole, kAll);
   ASSERT_GT(full.size(), 40u);
-  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, full.size() / 2, full.size() - 1, full.size()}) {
-    const size_t compact = CheckCut(ds, full, cut, Compact(), "compact");
-    EXPECT_GT(compact, 0u);
-    EXPECT_LT(compact, 1024u + NamesBytes()) << "cut at " << cut;
+  for (size_t cut : {size_t{0}, size_t{1}, early, full.size() / 2, full.size() - 1, full.size()}) {
+    const size_t size = CheckCut(ds, full, cut, Compact(), what);
+    EXPECT_GT(size, 0u);
+    EXPECT_LT(size, 1024u + NamesBytes()) << what << " cut at " << cut;
   }
+}
+
+TEST(CompactCheckpointTest, FilePipelineStateStaysSmallAndRestoresExactly) {
+  CheckFilePipelineCuts(FilePipeline(), /*early=*/7, "compact");
 }
 
 TEST(CompactCheckpointTest, NestedPrefetchesFiltersAndRepeatsRestoreExactly) {
@@ -461,14 +466,7 @@ TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExa
           .Batch(16)
           .Prefetch(64)
           .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
-  Iterator<int64_t> whole = ds.MakeIterator();
-  const Elements full = Pull(whole, kAll);
-  ASSERT_GT(full.size(), 40u);
-  for (size_t cut : {size_t{0}, size_t{1}, size_t{9}, full.size() / 2, full.size() - 1, full.size()}) {
-    const size_t size = CheckCut(ds, full, cut, Compact(), "interleaved files");
-    EXPECT_GT(size, 0u);
-    EXPECT_LT(size, 1024u + NamesBytes()) << "cut at " << cut;
-  }
+  CheckFilePipelineCuts(ds, /*early=*/9, "interleaved files");
 }
 
 // The same with the parallel Interleave reading the shards (two workers run ahead of the consumer): the
@@ -482,14 +480,7 @@ TEST(CompactCheckpointTest, ParallelInterleavedFilePipelineStateStaysSmallAndRes
           .Batch(16)
           .Prefetch(64)
           .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
-  Iterator<int64_t> whole = ds.MakeIterator();
-  const Elements full = Pull(whole, kAll);
-  ASSERT_GT(full.size(), 40u);
-  for (size_t cut : {size_t{0}, size_t{1}, size_t{9}, full.size() / 2, full.size() - 1, full.size()}) {
-    const size_t size = CheckCut(ds, full, cut, Compact(), "parallel interleaved files");
-    EXPECT_GT(size, 0u);
-    EXPECT_LT(size, 1024u + NamesBytes()) << "cut at " << cut;
-  }
+  CheckFilePipelineCuts(ds, /*early=*/9, "parallel interleaved files");
 }
 
 // A parallel Interleave whose slots hold errors waiting for their turn: input error elements (MaybeFail)
@@ -544,37 +535,6 @@ TEST(CompactCheckpointTest, SloppyParallelInterleaveRestoresTheSameMultiset) {
   }
 }
 
-// A full parallel Interleave state restored into a compact iterator: compact saves fail naming the slot
-// until the slots it restored (without marks) have closed.
-TEST(CompactCheckpointTest, FullParallelInterleaveStateRestoresIntoACompactIterator) {
-  const Dataset<int64_t> ds =
-      Range(0, 10).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3); }, 2, 1,
-                              /*num_parallel_calls=*/2, /*deterministic=*/true, "triple");
-  Iterator<int64_t> whole = ds.MakeIterator();
-  const Elements full = Pull(whole, kAll);
-  ASSERT_EQ(full.size(), 30u);
-  Iterator<int64_t> it = ds.MakeIterator();
-  const Elements prefix = Pull(it, 4);
-  absl::StatusOr<std::string> state = it.SaveBlocking();
-  ASSERT_TRUE(state.ok()) << state.status();
-  absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, Compact());
-  ASSERT_TRUE(restored.ok()) << restored.status();
-  absl::StatusOr<std::string> refused = restored->SaveBlocking();
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.status().message().find("cycle slot"), std::string::npos) << refused.status();
-  Elements joined = prefix;
-  const Elements next = Pull(*restored, 10);
-  joined.insert(joined.end(), next.begin(), next.end());
-  absl::StatusOr<std::string> compact = restored->SaveBlocking();
-  ASSERT_TRUE(compact.ok()) << compact.status();
-  absl::StatusOr<Iterator<int64_t>> again = ds.RestoreIterator(*compact, Compact());
-  ASSERT_TRUE(again.ok()) << again.status();
-  const Elements rest = Pull(*again, kAll);
-  joined.insert(joined.end(), rest.begin(), rest.end());
-  EXPECT_EQ(joined, full);
-}
-
 // Unseeded random ops inside the slots: their seeds are drawn per iterator, so a restore must give the
 // slots' new datasets the seeds the saving iterator drew, the one under a Concatenate's second input
 // (made after the slot opened) included. Compared with how the saving iterator went on.
@@ -602,10 +562,9 @@ TEST(CompactCheckpointTest, InterleaveSlotsKeepTheSeedsOfTheirUnseededShuffles) 
 }
 
 // A full state restored into a compact iterator: the slots come back from their nested states, which hold
-// no input mark, so compact saves fail naming the slot until those slots end, then work again.
-TEST(CompactCheckpointTest, FullInterleaveStateRestoresIntoACompactIterator) {
-  const Dataset<int64_t> ds =
-      Range(0, 10).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3); }, 2, 1, "triple");
+// no input mark, so compact saves fail naming the slot until those slots end, then work again. `ds` yields
+// 30 elements.
+void CheckFullInterleaveStateIntoACompactIterator(const Dataset<int64_t>& ds) {
   Iterator<int64_t> whole = ds.MakeIterator();
   const Elements full = Pull(whole, kAll);
   ASSERT_EQ(full.size(), 30u);
@@ -629,6 +588,17 @@ TEST(CompactCheckpointTest, FullInterleaveStateRestoresIntoACompactIterator) {
   const Elements rest = Pull(*again, kAll);
   joined.insert(joined.end(), rest.begin(), rest.end());
   EXPECT_EQ(joined, full);
+}
+
+TEST(CompactCheckpointTest, FullInterleaveStateRestoresIntoACompactIterator) {
+  CheckFullInterleaveStateIntoACompactIterator(
+      Range(0, 10).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3); }, 2, 1, "triple"));
+}
+
+TEST(CompactCheckpointTest, FullParallelInterleaveStateRestoresIntoACompactIterator) {
+  CheckFullInterleaveStateIntoACompactIterator(
+      Range(0, 10).Interleave([](int64_t x) { return Range(x * 10, x * 10 + 3); }, 2, 1,
+                              /*num_parallel_calls=*/2, /*deterministic=*/true, "triple"));
 }
 
 // A dataset f makes that cannot keep a compact state is an error element in its slot's turn, naming

@@ -178,7 +178,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     }
 
     PollState Poll(absl::StatusOr<U>* out) override {
-      if (refilling_) {
+      if (refill_.active) {
         bool yielded = false;
         PollState state = PollRefill(out, &yielded);
         if (state == PollState::kPending || yielded) return state;
@@ -268,7 +268,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       return input_->WaitReady();
     }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
-      if (refilling_ || marking_) {
+      if (refill_.active || marking_) {
         absl::Status made = CompactSectionNow();
         if (!made.ok()) return Stream<U>::SaveResult(writer->Unsupported(path, std::string(made.message())));
         writer->WriteRaw(path, *section_now_);
@@ -283,7 +283,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     }
 
     bool Mark(MarkWriter& mark) const override {
-      if (!refilling_ && !marking_) return false;
+      if (!refill_.active && !marking_) return false;
       if (!CompactSectionNow().ok()) return false;
       mark.WriteRaw(*section_now_);
       if (input_mark_now_ != nullptr) mark.AppendInputMark(0, *input_mark_now_);
@@ -296,24 +296,16 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       input_index_ = c.input_index;
       cycle_index_ = static_cast<size_t>(c.cycle_index);
       block_index_ = c.block_index;
-      refill_next_ = c.base_index;
-      refill_end_ = c.input_index;
-      refill_input_done_ = c.input_done;
-      refill_mark_ok_ = true;
+      StreamMark input_mark;
+      bool input_mark_ok = true;
       if (input_ != nullptr) {
-        MarkWriter writer;
-        writer.Begin(&refill_mark_);
-        refill_mark_ok_ = input_->Mark(writer);
+        input_mark_ok = MarkInput(&input_mark);
         if (marking_) {
-          next_mark_ = refill_mark_;
-          next_mark_ok_ = refill_mark_ok_;
+          next_mark_ = input_mark;
+          next_mark_ok_ = input_mark_ok;
         }
       }
-      detail_interleave::EncodeCompactHead(c, &refill_section_);
-      ElementCodec<std::vector<CompactSlot>>::Encode(c.slots, &refill_section_);
-      refill_has_input_ = c.has_input;
-      refill_slots_ = std::move(c.slots);
-      refilling_ = true;
+      refill_.Begin(std::move(c), {}, std::move(input_mark), input_mark_ok);
     }
 
     // Restore: the slot's dataset made again from `element` and its stream restored from `state`.
@@ -353,12 +345,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     // The compact section of this stream now into section_now_, and the input's mark to write at /0
     // (null: none); FailedPrecondition's message says why when it cannot be written.
     absl::Status CompactSectionNow() const {
-      if (refilling_) {
-        if (!refill_mark_ok_) return absl::FailedPreconditionError("its input cannot mark its place");
-        section_now_ = &refill_section_;
-        input_mark_now_ = refill_has_input_ ? &refill_mark_ : nullptr;
-        return absl::OkStatus();
-      }
+      if (refill_.active) return refill_.SectionNow(&section_now_, &input_mark_now_);
       CompactSection head;
       head.input_index = input_index_;
       head.cycle_index = static_cast<int64_t>(cycle_index_);
@@ -401,35 +388,31 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       return absl::OkStatus();
     }
 
-    // Re-reads input elements [refill_next_, refill_end_), reopening the saved slots from theirs. An
+    // Re-reads input elements [refill_.next, refill_.end), reopening the saved slots from theirs. An
     // error (the input ends early, f or a slot's restore fails) is yielded once (*yielded) and the
     // re-read goes on at the next Poll.
     PollState PollRefill(absl::StatusOr<U>* out, bool* yielded) {
-      while (refill_next_ < refill_end_) {
+      while (refill_.next < refill_.end) {
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) {
           waiting_on_ = nullptr;
           return state;
         }
         if (state == PollState::kEnd) {
-          *out = absl::DataLossError(
-              absl::StrCat(op_, ": restoring a compact checkpoint, the input ended at ", refill_next_,
-                           " of the ", refill_end_, " elements it had before the save"));
+          *out = refill_.EndedEarly(op_);
           *yielded = true;
-          refill_next_ = refill_end_;
-          refill_input_done_ = true;
           FinishRefill();
           return PollState::kReady;
         }
-        const int64_t index = refill_next_++;
+        const int64_t index = refill_.next++;
         if (marking_) {
           std::swap(pulled_mark_, next_mark_);
           pulled_mark_ok_ = next_mark_ok_;
           next_mark_ok_ = MarkInput(&next_mark_);
         }
-        for (size_t i = 0; i < refill_slots_.size(); ++i) {
-          if (!refill_slots_[i] || std::get<0>(*refill_slots_[i]) != index) continue;
-          auto& [slot_index, records, mark] = *refill_slots_[i];
+        for (size_t i = 0; i < refill_.slots.size(); ++i) {
+          if (!refill_.slots[i] || std::get<0>(*refill_.slots[i]) != index) continue;
+          auto& [slot_index, records, mark] = *refill_.slots[i];
           absl::Status opened =
               in_.ok() ? RestoreCompactSlot(i, std::move(*in_), index, records, mark) : in_.status();
           if (!opened.ok()) {
@@ -450,10 +433,8 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
       return PollState::kReady;
     }
     void FinishRefill() {
-      refilling_ = false;
-      refill_slots_.clear();
-      refill_section_.clear();
-      input_done_ = refill_input_done_;
+      refill_.Finish();
+      input_done_ = refill_.input_done;
       if (input_done_) input_.reset();
     }
     absl::Status RestoreCompactSlot(size_t i, T element, int64_t index, const std::string& records,
@@ -530,17 +511,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     std::vector<StreamMark> slot_input_marks_;
     std::vector<std::string> slot_records_;
     std::vector<char> slot_unmarked_;
-    // A compact restore's re-read of input elements [refill_next_, refill_end_); meanwhile a save writes
-    // the restored section again, with the input's mark from the restore.
-    bool refilling_ = false;
-    int64_t refill_next_ = 0;
-    int64_t refill_end_ = 0;
-    bool refill_input_done_ = false;
-    bool refill_has_input_ = false;
-    bool refill_mark_ok_ = true;
-    std::vector<CompactSlot> refill_slots_;
-    std::string refill_section_;
-    StreamMark refill_mark_;
+    detail_interleave::Refill refill_;  // a compact restore's re-read
     // Scratch of CompactSectionNow (Save and Mark run on the consumer's thread, one at a time).
     mutable std::string section_;
     mutable MarkWriter slot_writer_;

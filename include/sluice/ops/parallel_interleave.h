@@ -246,7 +246,7 @@ class ParallelInterleaveNode final
     PollState Poll(absl::StatusOr<U>* out) override {
       if (!started_) Start();
       waiting_on_input_ = false;
-      if (refilling_) [[unlikely]] {
+      if (refill_.active) [[unlikely]] {
         bool yielded = false;
         PollState state = PollRefill(out, &yielded);
         if (state == PollState::kPending || yielded) return state;
@@ -323,7 +323,7 @@ class ParallelInterleaveNode final
       return Wait(this);
     }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
-      if (refilling_ || compact_) {
+      if (refill_.active || compact_) {
         absl::Status made = CompactSectionNow();
         if (!made.ok()) return Stream<U>::SaveResult(writer->Unsupported(path, std::string(made.message())));
         writer->WriteRaw(path, *section_now_);
@@ -338,7 +338,7 @@ class ParallelInterleaveNode final
     }
 
     bool Mark(MarkWriter& mark) const override {
-      if (!refilling_ && !compact_) return false;
+      if (!refill_.active && !compact_) return false;
       if (!CompactSectionNow().ok()) return false;
       mark.WriteRaw(*section_now_);
       if (input_mark_now_ != nullptr) mark.AppendInputMark(0, *input_mark_now_);
@@ -351,24 +351,19 @@ class ParallelInterleaveNode final
       input_index_ = c.input_index;
       cursor_.store(static_cast<size_t>(c.cycle_index), std::memory_order_relaxed);
       block_index_ = c.block_index;
-      refill_next_ = c.base_index;
-      refill_end_ = c.input_index;
-      refill_input_done_ = c.input_done;
-      refill_mark_ok_ = true;
+      StreamMark input_mark;
+      bool input_mark_ok = true;
       if (input_ != nullptr) {
-        refill_mark_ok_ = MarkInput(&refill_mark_);
+        input_mark_ok = MarkInput(&input_mark);
         if (compact_) {
-          next_mark_ = refill_mark_;
-          next_mark_ok_ = refill_mark_ok_;
+          next_mark_ = input_mark;
+          next_mark_ok_ = input_mark_ok;
         }
       }
-      detail_interleave::EncodeCompactHead(c, &refill_section_);
-      ElementCodec<std::vector<detail_interleave::CompactSlot>>::Encode(c.slots, &refill_section_);
-      ElementCodec<detail_interleave::ErrorSlots>::Encode(errors, &refill_section_);
-      refill_has_input_ = c.has_input;
-      refill_slots_ = std::move(c.slots);
+      std::string trailing;
+      ElementCodec<detail_interleave::ErrorSlots>::Encode(errors, &trailing);
       refill_errors_ = std::move(errors);
-      refilling_ = true;
+      refill_.Begin(std::move(c), trailing, std::move(input_mark), input_mark_ok);
     }
 
     // Before the first Poll of a restored stream: the cycle as Save wrote it.
@@ -673,12 +668,7 @@ class ParallelInterleaveNode final
     // (null: none); FailedPrecondition's message says why when it cannot be written. Consumer only: it
     // reads what the consumer alone changes (the cycle, the slots' streams, errors and returned marks).
     absl::Status CompactSectionNow() const {
-      if (refilling_) {
-        if (!refill_mark_ok_) return absl::FailedPreconditionError("its input cannot mark its place");
-        section_now_ = &refill_section_;
-        input_mark_now_ = refill_has_input_ ? &refill_mark_ : nullptr;
-        return absl::OkStatus();
-      }
+      if (refill_.active) return refill_.SectionNow(&section_now_, &input_mark_now_);
       std::lock_guard<std::mutex> lock(mu_);  // slot.unmarked is also set by workers
       detail_interleave::CompactSection head;
       head.input_index = input_index_;
@@ -722,31 +712,27 @@ class ParallelInterleaveNode final
       return absl::OkStatus();
     }
 
-    // Re-reads input elements [refill_next_, refill_end_), reopening the saved slots from theirs. An error
+    // Re-reads input elements [refill_.next, refill_.end), reopening the saved slots from theirs. An error
     // (the input ends early, f or a slot's restore fails) is yielded once (*yielded) and the re-read goes
     // on at the next Poll.
     PollState PollRefill(absl::StatusOr<U>* out, bool* yielded) {
-      while (refill_next_ < refill_end_) {
+      while (refill_.next < refill_.end) {
         PollState state = input_->Poll(&in_);
         if (state == PollState::kPending) {
           waiting_on_input_ = true;
           return state;
         }
         if (state == PollState::kEnd) {
-          *out = absl::DataLossError(
-              absl::StrCat("ParallelInterleave: restoring a compact checkpoint, the input ended at ",
-                           refill_next_, " of the ", refill_end_, " elements it had before the save"));
+          *out = refill_.EndedEarly("ParallelInterleave");
           *yielded = true;
-          refill_next_ = refill_end_;
-          refill_input_done_ = true;
           FinishRefill();
           return PollState::kReady;
         }
-        const int64_t index = refill_next_++;
+        const int64_t index = refill_.next++;
         PulledInput();
-        for (size_t i = 0; i < refill_slots_.size(); ++i) {
-          if (!refill_slots_[i] || std::get<0>(*refill_slots_[i]) != index) continue;
-          const auto& [slot_index, records, mark] = *refill_slots_[i];
+        for (size_t i = 0; i < refill_.slots.size(); ++i) {
+          if (!refill_.slots[i] || std::get<0>(*refill_.slots[i]) != index) continue;
+          const auto& [slot_index, records, mark] = *refill_.slots[i];
           absl::StatusOr<Opened> reopened =
               in_.ok() ? Reopen(index, std::move(*in_), records, mark) : absl::StatusOr<Opened>(in_.status());
           if (!reopened.ok()) {
@@ -777,11 +763,9 @@ class ParallelInterleaveNode final
       return PollState::kReady;
     }
     void FinishRefill() {
-      refilling_ = false;
-      refill_slots_.clear();
+      refill_.Finish();
       refill_errors_.clear();
-      refill_section_.clear();
-      input_done_ = refill_input_done_;
+      input_done_ = refill_.input_done;
       std::vector<std::coroutine_handle<>> wake;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -965,18 +949,8 @@ class ParallelInterleaveNode final
     StreamMark pulled_mark_;
     bool next_mark_ok_ = true;
     bool pulled_mark_ok_ = true;
-    // A compact restore's re-read of input elements [refill_next_, refill_end_); meanwhile a save writes
-    // the restored section again, with the input's mark from the restore.
-    bool refilling_ = false;
-    int64_t refill_next_ = 0;
-    int64_t refill_end_ = 0;
-    bool refill_input_done_ = false;
-    bool refill_has_input_ = false;
-    bool refill_mark_ok_ = true;
-    std::vector<detail_interleave::CompactSlot> refill_slots_;
+    detail_interleave::Refill refill_;  // a compact restore's re-read, and the saved slots' errors
     detail_interleave::ErrorSlots refill_errors_;
-    std::string refill_section_;
-    StreamMark refill_mark_;
     // Scratch of CompactSectionNow (Save and Mark run on the consumer's thread, one at a time).
     mutable std::string section_;
     mutable detail_interleave::ErrorSlots errors_now_;

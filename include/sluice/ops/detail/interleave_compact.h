@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/element_codec.h"
+#include "sluice/ops/stream_mark.h"
 
 namespace sluice::ops::detail_interleave {
 
@@ -96,6 +97,56 @@ inline absl::Status CheckCompactSection(const CompactSection& c, const ErrorSlot
   }
   return absl::OkStatus();
 }
+
+// A compact restore's re-read of input elements [next, end) that reopens the saved slots; meanwhile a
+// save writes the restored section again, with the input's mark from the restore.
+struct Refill {
+  bool active = false;
+  int64_t next = 0;
+  int64_t end = 0;
+  bool input_done = false;
+  bool has_input = false;
+  bool mark_ok = true;
+  std::vector<CompactSlot> slots;
+  std::string section;
+  StreamMark mark;
+
+  // `trailing`: what the op's section holds after the slots; `mark`/`mark_ok`: the restored input's.
+  void Begin(CompactSection c, std::string_view trailing, StreamMark input_mark, bool input_mark_ok) {
+    next = c.base_index;
+    end = c.input_index;
+    input_done = c.input_done;
+    has_input = c.has_input;
+    mark = std::move(input_mark);
+    mark_ok = input_mark_ok;
+    EncodeCompactHead(c, &section);
+    ElementCodec<std::vector<CompactSlot>>::Encode(c.slots, &section);
+    section.append(trailing);
+    slots = std::move(c.slots);
+    active = true;
+  }
+  // The section and input mark a save writes meanwhile (null: no input).
+  absl::Status SectionNow(const std::string** section_now, const StreamMark** mark_now) const {
+    if (!mark_ok) return absl::FailedPreconditionError("its input cannot mark its place");
+    *section_now = &section;
+    *mark_now = has_input ? &mark : nullptr;
+    return absl::OkStatus();
+  }
+  // The input ended before `end`: the error to yield; the re-read is over.
+  absl::Status EndedEarly(const std::string& op) {
+    absl::Status error =
+        absl::DataLossError(absl::StrCat(op, ": restoring a compact checkpoint, the input ended at ", next,
+                                         " of the ", end, " elements it had before the save"));
+    next = end;
+    input_done = true;
+    return error;
+  }
+  void Finish() {
+    active = false;
+    slots.clear();
+    section.clear();
+  }
+};
 
 }  // namespace sluice::ops::detail_interleave
 
