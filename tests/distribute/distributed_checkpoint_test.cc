@@ -1,7 +1,10 @@
 // DistributedIterator checkpoints (docs/checkpoint.md, "Distributed iterators"): save at a consumed step,
 // restore on the same or another number of replicas, and get exactly the steps not consumed.
+#include "sluice/distribute/detail/distributed_checkpoint.h"
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -158,6 +161,49 @@ TEST(DistributedCheckpointTest, RestoresOnAnotherNumberOfReplicasWithTheSameGlob
         for (const Step& step : steps) EXPECT_EQ(step.size(), static_cast<size_t>(to));
       }
     }
+  }
+}
+
+// Compact checkpoints: the state holds the input's position at the consumed step (a compact state of the
+// input pipeline), not the steps queued after it, and restores exactly on the same or another number of
+// replicas. Deep per-replica queues keep many steps queued at each save.
+TEST(DistributedCheckpointTest, CompactStatesHoldNoStepsAndRestoreExactly) {
+  DistributeOptions compact;
+  compact.iterator_options.compact_checkpoints = true;
+  compact.prefetch_per_replica = 16;
+  const Dataset<Batch> input =
+      Range(400)
+          .Shuffle(50)
+          .Map([](int64_t x) { return x * 3; }, 2, /*deterministic=*/true, "times_three")
+          .Batch(12, /*drop_remainder=*/false)
+          .Prefetch(4);
+  MirroredStrategy strategy(2);
+  for (size_t cut : {0, 1, 7, 20, 33, 34}) {
+    CheckSameReplicas(strategy, input, cut, compact);
+    DistributedIterator<Batch> it = strategy.DistributeDataset(input, compact).MakeIterator();
+    TakeSteps(it, cut);
+    absl::StatusOr<std::string> state = it.SaveBlocking();
+    ASSERT_TRUE(state.ok()) << state.status();
+    EXPECT_LT(state->size(), 1024u) << "cut " << cut;
+    absl::StatusOr<std::string_view> body = distribute::UnframeDistributedCheckpoint(*state);
+    ASSERT_TRUE(body.ok()) << body.status();
+    absl::StatusOr<distribute::DistributedCheckpoint<Batch>> saved =
+        distribute::DecodeDistributedCheckpointBody<Batch>(*body);
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    EXPECT_TRUE(saved->steps.empty()) << "cut " << cut << ": " << saved->steps.size() << " steps saved";
+    EXPECT_EQ(saved->consumed_steps, static_cast<int64_t>(cut));
+  }
+  for (auto [from, to] : std::vector<std::pair<int, int>>{{2, 3}, {3, 1}}) {
+    SCOPED_TRACE(absl::StrCat(from, " -> ", to, " replicas"));
+    DistributedIterator<Batch> it = MirroredStrategy(from).DistributeDataset(input, compact).MakeIterator();
+    TakeSteps(it, 5);
+    absl::StatusOr<std::string> state = it.SaveBlocking();
+    ASSERT_TRUE(state.ok()) << state.status();
+    std::vector<Step> live = TakeSteps(it);
+    absl::StatusOr<DistributedIterator<Batch>> restored =
+        MirroredStrategy(to).DistributeDataset(input, compact).RestoreIterator(*state);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(GlobalBatches(TakeSteps(*restored)), GlobalBatches(live));
   }
 }
 

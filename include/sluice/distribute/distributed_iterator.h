@@ -192,7 +192,11 @@ class DistributedState {
         first_pass_(first_pass),
         carry_(static_cast<size_t>(config_.replicas_per_worker)),
         pushed_(static_cast<size_t>(config_.replicas_per_worker), 0) {
-    if (config_.status.ok() && make_input) input_.emplace(node_->MakeStream(context_), context_, node_);
+    if (config_.status.ok() && make_input) {
+      input_.emplace(node_->MakeStream(context_), context_, node_);
+      MarkInputNow();
+      RecordStepPosition(0);
+    }
     if (config_.agreement != nullptr) epoch_ = config_.agreement->BeginEpoch(config_.worker_index);
   }
 
@@ -411,8 +415,10 @@ class DistributedState {
         typename Iterator<B>::Result next;
         if (carry_input_.empty()) {
           next = co_await input_->Next();
+          MarkInputNow();
         } else {
           next = TakeCarriedInput();
+          input_mark_known_ = false;
         }
         if (!next.ok()) {
           items->push_back(std::move(next).status());
@@ -429,8 +435,10 @@ class DistributedState {
       typename Iterator<B>::Result next;
       if (carry_input_.empty()) {
         next = co_await input_->Next();
+        MarkInputNow();
       } else {
         next = TakeCarriedInput();
+        input_mark_known_ = false;
       }
       if (!next.ok()) {
         pending_.push_back(Step{std::move(next).status(), {}});
@@ -511,6 +519,9 @@ class DistributedState {
       if (!any) break;
       self->fillers_in_last_step_ = static_cast<int64_t>(replicas - items.size());
       while (items.size() < replicas) items.push_back(self->EmptyPiece());
+      // Where the input stands after this step, read before the pushes: a replica may take the step and a
+      // save stop the producer before they all finish.
+      const bool position_known = self->input_mark_known_ && self->pending_.empty();
       bool delivered = true;
       for (size_t r = 0; r < replicas && delivered; ++r) {
         absl::Status pushed = co_await self->queues_[static_cast<int>(r)].Push(std::move(items[r]));
@@ -518,6 +529,11 @@ class DistributedState {
         if (delivered) ++self->pushed_[r];
       }
       if (!delivered) break;  // closed or cancelled: the iterator is going away
+      if (position_known) {
+        self->RecordStepPosition(self->pushed_[0]);
+      } else {
+        self->ForgetStepPosition(self->pushed_[0]);
+      }
     }
     if (!stop.stop_requested()) self->finished_ = true;
     self->queues_.Close();
@@ -545,6 +561,48 @@ class DistributedState {
     }
     FinishSpec();
     co_return true;
+  }
+
+  // Compact checkpoints (Options::compact_checkpoints, one worker): the input's position before each step,
+  // by step number (the pieces delivered to replica 0), so that a save writes the input's mark at the
+  // consumed step rather than the steps queued after it. A step cut from the middle of an input batch, made
+  // from elements a restore carried, or followed by other workers' agreement has none: a save there
+  // writes the full state. Producer state; a save reads it after the join.
+  void MarkInputNow() {
+    input_mark_known_ = compact_ && config_.agreement == nullptr && input_->MarkPosition(&input_mark_);
+  }
+  void RecordStepPosition(int64_t step) {
+    if (!compact_) return;
+    SetStepPosition(step, input_mark_known_ ? std::optional<StreamMark>(input_mark_) : std::nullopt);
+  }
+  void ForgetStepPosition(int64_t step) {
+    if (compact_) SetStepPosition(step, std::nullopt);
+  }
+  void SetStepPosition(int64_t step, std::optional<StreamMark> position) {
+    if (step_marks_.empty() || step < step_marks_base_ ||
+        step > step_marks_base_ + static_cast<int64_t>(step_marks_.size())) {
+      step_marks_.clear();
+      step_marks_base_ = step;
+    }
+    const auto i = static_cast<size_t>(step - step_marks_base_);
+    if (i == step_marks_.size()) {
+      step_marks_.push_back(std::move(position));
+    } else {
+      step_marks_[i] = std::move(position);
+      step_marks_.resize(i + 1);  // later positions belonged to steps a save handed back
+    }
+    // A replica has taken all but the queue's capacity: older positions are never asked for.
+    while (step_marks_.size() > 2 * config_.capacity + 4) {
+      step_marks_.pop_front();
+      ++step_marks_base_;
+    }
+  }
+  const StreamMark* StepPosition(int64_t step) const {
+    if (!compact_ || step < step_marks_base_ ||
+        step >= step_marks_base_ + static_cast<int64_t>(step_marks_.size()))
+      return nullptr;
+    const std::optional<StreamMark>& position = step_marks_[static_cast<size_t>(step - step_marks_base_)];
+    return position ? &*position : nullptr;
   }
 
   typename Iterator<B>::Result TakeCarriedInput() {
@@ -593,6 +651,17 @@ class DistributedState {
     saved.topology = Topology();
     saved.first_pass = first_pass_;
     saved.consumed_steps = replicas > 0 ? consumed[0] : 0;
+    if (const StreamMark* position = StepPosition(saved.consumed_steps); position != nullptr) {
+      // Compact: the input's state at the consumed step; the steps queued after it are made again.
+      saved.agreement_step = saved.consumed_steps;
+      absl::StatusOr<std::string> input = input_->SaveAtMark(*position);
+      if (!input.ok()) {
+        co_return absl::Status(input.status().code(),
+                               absl::StrCat("DistributedIterator::Save: ", input.status().message()));
+      }
+      saved.input = std::move(*input);
+      co_return distribute::EncodeDistributedCheckpoint(saved);
+    }
     saved.agreement_step = agreement_step_;
     saved.finished = finished_;
     // Not consumed, oldest first: what the queues held, then what an earlier save handed back and the
@@ -660,6 +729,11 @@ class DistributedState {
     if (!stream.ok()) return stream.status();
     input_.emplace(std::move(*stream), context_, node_);
     for (int64_t& pushed : pushed_) pushed = saved.consumed_steps;
+    // Compact checkpoints: where the input stands is known when no saved step or batch comes before it.
+    if (saved.steps.empty() && saved.pending.empty()) {
+      MarkInputNow();
+      RecordStepPosition(saved.consumed_steps);
+    }
     if (same) {
       for (std::vector<Item>& step : saved.steps) {
         for (size_t r = 0; r < step.size(); ++r) carry_[r].push_back(std::move(step[r]));
@@ -733,6 +807,11 @@ class DistributedState {
   bool finished_ = false;                // the producer delivered its last step and closed the queues
   // Restored on another replica count: input elements (or errors) before the restored input's own.
   std::deque<typename Iterator<B>::Result> carry_input_;
+  const bool compact_ = config_.iterator_options.compact_checkpoints;
+  StreamMark input_mark_;  // the input's mark after the last element the producer took
+  bool input_mark_known_ = false;
+  std::deque<std::optional<StreamMark>> step_marks_;  // positions before steps [base, base + size)
+  int64_t step_marks_base_ = 0;
   std::atomic<bool> pause_requested_{false};
   std::atomic<bool> saving_{false};
 

@@ -236,6 +236,28 @@ class Iterator {
     return SyncWait(SaveStateToFile(this, std::move(path)));
   }
 
+  // Compact checkpoints (Options::compact_checkpoints), for a consumer that runs ahead of what it has
+  // handed on (a distributed iterator's producer): MarkPosition writes where the pipeline stands now,
+  // false where it cannot mark it (a closed iterator, a full state restored into a compact one);
+  // SaveAtMark gives this iterator's state as if it stood at such an earlier mark. Its ops' counters and
+  // seeds are those of now, as in a compact Prefetch's save, whose mark is older too.
+  bool MarkPosition(StreamMark* out) const {
+    if (stream_ == nullptr || !context_->options.compact_checkpoints) return false;
+    MarkWriter writer;
+    writer.Begin(out);
+    return stream_->Mark(writer);
+  }
+  absl::StatusOr<std::string> SaveAtMark(const StreamMark& mark) const {
+    if (root_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "Iterator::SaveAtMark: this iterator was not made by Dataset::MakeIterator or RestoreIterator");
+    }
+    if (absl::Status functions = CheckFunctionStates(*root_); !functions.ok()) return functions;
+    CheckpointWriter writer(root_.get());
+    mark.WriteTo(&writer, kRootNodePath);
+    return EncodeCheckpoint(root_, *context_->state, writer);
+  }
+
   Result NextBlocking() {
     std::optional<Result> ready;
     if (TryNext(&ready)) return std::move(*ready);
