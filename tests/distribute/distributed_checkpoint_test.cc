@@ -207,6 +207,28 @@ TEST(DistributedCheckpointTest, CompactStatesHoldNoStepsAndRestoreExactly) {
   }
 }
 
+// Adds how many elements it has seen: its output depends on its state.
+struct RunningOffset {
+  int64_t seen = 0;
+  int64_t operator()(int64_t x) { return x * 1000 + seen++; }
+};
+
+// Compact mode with a pipeline it refuses (a function declared Stateful: a mark holds no function state):
+// the distributed save writes the full state, which restores exactly.
+TEST(DistributedCheckpointTest, CompactOptionOnAPipelineCompactModeRefusesSavesTheFullState) {
+  DistributeOptions compact;
+  compact.iterator_options.compact_checkpoints = true;
+  compact.prefetch_per_replica = 4;
+  const Dataset<Batch> input =
+      Range(120)
+          .Map(Stateful(
+              RunningOffset{}, [](const RunningOffset& f) { return std::to_string(f.seen); },
+              [](RunningOffset& f, std::string_view state) { f.seen = std::stoll(std::string(state)); }))
+          .Batch(6);
+  MirroredStrategy strategy(2);
+  for (size_t cut : {0, 3, 9}) CheckSameReplicas(strategy, input, cut, compact);
+}
+
 TEST(DistributedCheckpointTest, ErrorStepsAreSavedAsErrors) {
   MirroredStrategy strategy(2);
   Dataset<Batch> input = Range(60)

@@ -566,8 +566,9 @@ class DistributedState {
   // Compact checkpoints (Options::compact_checkpoints, one worker): the input's position before each step,
   // by step number (the pieces delivered to replica 0), so that a save writes the input's mark at the
   // consumed step rather than the steps queued after it. A step cut from the middle of an input batch, made
-  // from elements a restore carried, or followed by other workers' agreement has none: a save there
-  // writes the full state. Producer state; a save reads it after the join.
+  // from elements a restore carried, or followed by other workers' agreement has none (nor has any step of
+  // a pipeline compact mode refuses): a save there writes the full state. Producer state; a save reads it
+  // after the join.
   void MarkInputNow() {
     input_mark_known_ = compact_ && config_.agreement == nullptr && input_->MarkPosition(&input_mark_);
   }
@@ -807,7 +808,10 @@ class DistributedState {
   bool finished_ = false;                // the producer delivered its last step and closed the queues
   // Restored on another replica count: input elements (or errors) before the restored input's own.
   std::deque<typename Iterator<B>::Result> carry_input_;
-  const bool compact_ = config_.iterator_options.compact_checkpoints;
+  // As Dataset::MakeIterator, which refuses the others: a pipeline every op of which keeps a compact
+  // state and none of whose functions is declared Stateful (a mark holds no function state).
+  const bool compact_ = config_.iterator_options.compact_checkpoints && config_.status.ok() &&
+                        CheckCompactCheckpoints(*node_, config_.iterator_options).ok();
   StreamMark input_mark_;  // the input's mark after the last element the producer took
   bool input_mark_known_ = false;
   std::deque<std::optional<StreamMark>> step_marks_;  // positions before steps [base, base + size)
