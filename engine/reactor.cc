@@ -11,12 +11,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io_thread.h"
 #include "engine/thread_io_backend.h"
 #include "engine/uring_reactor.h"
 #include "sluice/engine/log.h"
 
 namespace sluice {
 namespace {
+
+thread_local bool tls_io_thread = false;
 
 // Once per process, as tests and services create many reactors. The flag is spent only when the message
 // is delivered, so raising the level later still shows the next fallback.
@@ -44,6 +47,12 @@ absl::StatusOr<std::optional<IoBackend>> BackendFromEnvironment() {
 }
 
 }  // namespace
+
+namespace detail {
+void SetIoThread(bool on) noexcept { tls_io_thread = on; }
+}  // namespace detail
+
+bool Reactor::IsAnyIoThread() noexcept { return tls_io_thread; }
 
 absl::StatusOr<std::unique_ptr<Reactor>> Reactor::Create(ReactorOptions options) {
   std::optional<IoBackend> backend = options.backend;

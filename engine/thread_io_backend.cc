@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/io_thread.h"
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/transfer.h"
 
@@ -246,6 +247,7 @@ void ThreadIoBackend::Push(WorkItem item) {
 }
 
 void ThreadIoBackend::WorkerLoop() {
+  detail::SetIoThread(true);  // the thread ends with the loop
   while (true) {
     WorkItem item;
     {
@@ -264,6 +266,7 @@ void ThreadIoBackend::WorkerLoop() {
 }
 
 void ThreadIoBackend::TimerLoop() {
+  detail::SetIoThread(true);  // the thread ends with the loop
   std::unique_lock<std::mutex> lock(timer_mu_);
   // Armed sleeps still fire (or get cancelled) before the thread exits: none is left unresumed.
   while (!timer_stop_ || !timers_.empty()) {

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/io_thread.h"
 #include "sluice/engine/detail/transfer.h"
 #include "sluice/engine/log.h"
 
@@ -137,6 +138,7 @@ void UringReactor::ArmEventfd() {
 
 void UringReactor::Loop() {
   tls_reactor = this;
+  detail::SetIoThread(true);
   constexpr unsigned kBatch = 64;
   io_uring_cqe* cqes[kBatch];
   std::pair<uint64_t, int> reaped[kBatch];
@@ -180,6 +182,7 @@ void UringReactor::Loop() {
     }
   }
   tls_reactor = nullptr;
+  detail::SetIoThread(false);
 }
 
 bool UringReactor::DrainPosted() {

@@ -374,39 +374,60 @@ Dataset<int64_t> RandomPipeline(std::mt19937& rng, int depth, std::string* desc)
   }
 }
 
-// 200 pipelines in CI; a longer run sets SLUICE_CHECKPOINT_PIPELINES (and SLUICE_CHECKPOINT_SEED).
+// 200 pipelines in CI; a longer run sets SLUICE_CHECKPOINT_PIPELINES (and SLUICE_CHECKPOINT_SEED;
+// SLUICE_CHECKPOINT_VERBOSE=1 names each pipeline as it goes).
 int EnvInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
 }
 
-TEST(CheckpointTest, RandomPipelinesRestoreExactly) {
-  const int pipelines = EnvInt("SLUICE_CHECKPOINT_PIPELINES", 200);
-  std::mt19937 rng(static_cast<uint32_t>(EnvInt("SLUICE_CHECKPOINT_SEED", 20261204)));
+// Pipelines [first, first + count) of `seed`'s sequence, each cut at a random point; the ones before
+// `first` are only built (building draws from the generator, running does not). Returns how many were
+// cut in the middle.
+int CheckRandomPipelines(uint32_t seed, int first, int count) {
+  std::mt19937 rng(seed);
+  const bool verbose = EnvInt("SLUICE_CHECKPOINT_VERBOSE", 0) != 0;  // names each pipeline before its cut
   int cut_mid = 0;
-  for (int p = 0; p < pipelines; ++p) {
+  for (int p = 0; p < first + count; ++p) {
     std::string desc;
     Dataset<int64_t> ds = RandomPipeline(rng, 4, &desc);
+    const uint32_t cut_draw = rng();
+    if (p < first) continue;
     // A file Cache's first pass writes the file and yields its input's errors; later iterators read the
     // file. So one run first, and the iterators are gone before the next starts: a file Cache one left
     // unfinished (under a Zip) would hold its lock.
     {
-      Iterator<int64_t> first = ds.MakeIterator();
-      Pull(first, kMaxElements);
+      Iterator<int64_t> first_run = ds.MakeIterator();
+      Pull(first_run, kMaxElements);
     }
     Elements full;
     {
       Iterator<int64_t> full_it = ds.MakeIterator();
       full = Pull(full_it, kMaxElements);
     }
-    ASSERT_LT(full.size(), kMaxElements) << desc;
-    const size_t cut = static_cast<size_t>(rng() % (full.size() + 1));
+    // Too long for this test (nested Interleaves of Repeats can multiply past the cap): skipped.
+    if (full.size() >= kMaxElements) continue;
+    const size_t cut = static_cast<size_t>(cut_draw % (full.size() + 1));
     if (cut > 0 && cut < full.size()) ++cut_mid;
-    CheckCut(ds, full, cut, absl::StrCat("pipeline ", p, ": ", desc));
-    if (::testing::Test::HasFatalFailure()) return;
+    if (verbose) std::cerr << "pipeline " << p << " cut at " << cut << ": " << desc << std::endl;
+    CheckCut(ds, full, cut, absl::StrCat("seed ", seed, ", pipeline ", p, ": ", desc));
+    if (::testing::Test::HasFatalFailure()) return cut_mid;
   }
+  return cut_mid;
+}
+
+TEST(CheckpointTest, RandomPipelinesRestoreExactly) {
+  const int pipelines = EnvInt("SLUICE_CHECKPOINT_PIPELINES", 200);
+  const int cut_mid =
+      CheckRandomPipelines(static_cast<uint32_t>(EnvInt("SLUICE_CHECKPOINT_SEED", 20261204)), 0, pipelines);
   EXPECT_GT(cut_mid, pipelines / 2);
 }
+
+// Pipelines longer runs found broken, kept in CI. Seed 7, pipeline 1394 (ChooseFromDatasets ending a Zip
+// whose Prefetch was still reading, on the io_uring thread that had resumed the restored iterator after
+// a file read): the Prefetch's teardown joined its producer there, and the producer waited for that
+// thread's next completion. The test hung until async teardowns handed off on I/O threads too.
+TEST(CheckpointTest, RandomPipelinesThatFoundBugs) { CheckRandomPipelines(7, 1394, 1); }
 
 // What `got` has that `want` lacks and the reverse (both sorted), for failure messages.
 std::string Difference(const Elements& got, const Elements& want) {

@@ -84,6 +84,11 @@ class SLUICE_EXPORT Reactor : public Executor {
 
   ~Reactor() override = default;
 
+  // True on a thread of any reactor that completes I/O (the io_uring loop, a threads-backend worker or
+  // timer). Waiters resume inline there, so code running on it must not block on work that may need
+  // that thread: an async stream torn down there hands its join off (AsyncStreamOwner).
+  static bool IsAnyIoThread() noexcept;
+
   virtual IoBackend backend() const noexcept = 0;
   virtual std::string_view backend_name() const noexcept = 0;  // "io_uring" or "threads"
 

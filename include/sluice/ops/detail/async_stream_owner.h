@@ -9,9 +9,10 @@
 // - Impl derives Stream<T>, and has `void BeginShutdown()` (stops new work, wakes parked tasks; may be
 //   called twice) and `AsyncScope& scope()` holding every task it started.
 // - Destroying the owner on a plain thread stops and joins the tasks there, then destroys Impl (as before).
-// - Destroying it on a pool worker while tasks are still running stops them and hands Impl to the
-//   iterator's `teardowns` scope: the last task to finish destroys Impl, on its own thread, which may in
-//   turn hand off the streams Impl owns. Nothing blocks.
+// - Destroying it on a pool worker or an I/O thread (Reactor::IsAnyIoThread: a read's completion resumes
+//   the pipeline there, and a join could wait for that thread's next completion) while tasks are still
+//   running stops them and hands Impl to the iterator's `teardowns` scope: the last task to finish
+//   destroys Impl, on its own thread, which may in turn hand off the streams Impl owns. Nothing blocks.
 // - ~Iterator and Iterator::Close join `teardowns` after dropping the pipeline, so when they return every
 //   task the pipeline ever started has finished and every user function has been destroyed.
 #ifndef SLUICE_OPS_DETAIL_ASYNC_STREAM_OWNER_H_
@@ -24,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/engine/async_scope.h"
+#include "sluice/engine/reactor.h"
 #include "sluice/engine/task.h"
 #include "sluice/engine/thread_pool.h"
 #include "sluice/ops/autotune.h"
@@ -51,7 +53,8 @@ class AsyncStreamOwner final : public Stream<typename Impl::element_type>, publi
 
   ~AsyncStreamOwner() override {
     impl_->BeginShutdown();
-    if (teardowns_ != nullptr && ThreadPool::IsAnyWorkerThread() && impl_->scope().pending() > 0) {
+    const bool must_not_block = ThreadPool::IsAnyWorkerThread() || Reactor::IsAnyIoThread();
+    if (teardowns_ != nullptr && must_not_block && impl_->scope().pending() > 0) {
       teardowns_->Spawn(DestroyWhenJoined(std::move(impl_)));
       return;
     }
