@@ -213,14 +213,28 @@ absl::Status CheckCompactCheckpoints(const OpNode& root, const Options& options)
                        "), whose state a compact mark does not hold: ", Display(node)));
       return false;
     }
-    if (node.keeps_compact_state(options)) return true;
-    refused = absl::InvalidArgumentError(absl::StrCat(
-        "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
-        " cannot keep its place without its elements: ", Display(node),
-        "; compact mode takes sources with positions, Map, Filter, ParseExample, Batch, Take, Skip, "
-        "Repeat, Shuffle, Prefetch, Zip, Concatenate, Enumerate, Shard, and ParallelMap and parallel Batch "
-        "when deterministic (set Options::compact_checkpoints to false for full checkpoints)"));
-    return false;
+    if (!node.keeps_compact_state(options)) {
+      refused = absl::InvalidArgumentError(absl::StrCat(
+          "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
+          " cannot keep its place without its elements: ", Display(node),
+          "; compact mode takes sources with positions, Map, Filter, ParseExample, Batch, Take, Skip, "
+          "Repeat, Shuffle, Prefetch, Interleave, Zip, Concatenate, Enumerate, Shard, ParallelInterleave, "
+          "and ParallelMap and parallel Batch when deterministic (set Options::compact_checkpoints to "
+          "false for full checkpoints)"));
+      return false;
+    }
+    if (node.rereads_input_by_position()) {
+      for (const std::shared_ptr<const OpNode>& input : node.inputs()) {
+        if (ReplaysInOrder(*input, options)) continue;
+        refused = absl::InvalidArgumentError(absl::StrCat(
+            "compact checkpoints: ", AbslView(node.op_name()), " at ", path,
+            " re-reads its input by position after a restore, but a ParallelInterleave below it is not "
+            "deterministic, so the re-read would pick other elements: ",
+            Display(node), " (make that ParallelInterleave deterministic, or use full checkpoints)"));
+        return false;
+      }
+    }
+    return true;
   });
   return refused;
 }

@@ -2,7 +2,7 @@
 // issue 17 names: a TFRecord file pipeline with a Prefetch(64), Shuffle(10,000) of 1 KiB elements and a
 // parallel map with 64 results in flight. Each save is taken from one iterator whose buffers are full;
 // the state_bytes counter is the state's size; restore rows time RestoreIterator plus the first element.
-// BM_ParallelMapDrain: what compact mode costs when nobody saves (a mark per element, kept per result).
+// BM_ParallelMapDrain, BM_ShuffleDrain: what compact mode costs when nobody saves.
 //
 //   build/bin/checkpoint_benchmark     (reads $SLUICE_SHARED_DIR, default ../shared, for the TFRecords)
 #include <chrono>
@@ -129,10 +129,8 @@ void BM_ParallelMap64Save(benchmark::State& state) {
 void BM_ParallelMap64Restore(benchmark::State& state) {
   RestoreRow(state, ParallelMapPipeline(), state.range(0) == 1, 100);
 }
-void BM_ParallelMapDrain(benchmark::State& state) {
-  constexpr int64_t kElements = 200000;
-  const Dataset<int64_t> ds =
-      Range(kElements).Map([](int64_t x) { return x * 3 + 1; }, 2, true, "affine").Prefetch(16);
+// Drains `ds` (`elements` long) once per iteration, in compact mode or not.
+void DrainRow(benchmark::State& state, const Dataset<int64_t>& ds, int64_t elements) {
   for (auto _ : state) {
     Iterator<int64_t> it = ds.MakeIterator(Mode(state.range(0) == 1));
     int64_t sum = 0;
@@ -143,7 +141,18 @@ void BM_ParallelMapDrain(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sum);
   }
-  state.SetItemsProcessed(state.iterations() * kElements);
+  state.SetItemsProcessed(state.iterations() * elements);
+}
+void BM_ParallelMapDrain(benchmark::State& state) {
+  constexpr int64_t kElements = 200000;
+  DrainRow(state, Range(kElements).Map([](int64_t x) { return x * 3 + 1; }, 2, true, "affine").Prefetch(16),
+           kElements);
+}
+// What compact mode costs a Shuffle when nobody saves (a mark every kMarkInterval elements).
+void BM_ShuffleDrain(benchmark::State& state) {
+  constexpr int64_t kElements = 200000;
+  DrainRow(state, Range(kElements).Map([](int64_t x) { return x * 3 + 1; }, "affine").Shuffle(10000, 7),
+           kElements);
 }
 
 BENCHMARK(BM_FileSave)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
@@ -153,6 +162,7 @@ BENCHMARK(BM_Shuffle10kOf1KiBRestore)->ArgName("compact")->Arg(0)->Arg(1)->Unit(
 BENCHMARK(BM_ParallelMap64Save)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParallelMap64Restore)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParallelMapDrain)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ShuffleDrain)->ArgName("compact")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice

@@ -63,6 +63,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
   int64_t cardinality() const override { return kUnknownCardinality; }
   // The datasets f makes are checked when their slots open.
   bool keeps_compact_state(const Options&) const override { return true; }
+  bool rereads_input_by_position() const override { return true; }
   // Compact checkpoints: the seeds of unseeded random ops in the slots derive from this one
   // (sluice/ops/nested_checkpoint.h).
   bool draws_seed() const override { return true; }

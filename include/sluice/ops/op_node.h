@@ -140,6 +140,16 @@ class SLUICE_EXPORT OpNode {
     (void)options;
     return false;
   }
+  // Compact checkpoints: false when a stream of this node restored from a mark may yield the elements
+  // left in another order than the saving stream would have (a ParallelInterleave not kept
+  // deterministic: the same multiset). Its inputs answer for themselves (ReplaysInOrder).
+  virtual bool keeps_order(const Options& options) const {
+    (void)options;
+    return true;
+  }
+  // Compact checkpoints: true when this node's restore re-reads its input from a mark and picks elements
+  // by their position (Shuffle's window, an Interleave's cycle), so the input must replay in order.
+  virtual bool rereads_input_by_position() const { return false; }
   // True when this node's streams save the state of a function declared Stateful(f, save, restore)
   // (Map, Filter); a declared-stateful function elsewhere makes Save fail.
   virtual bool saves_function_state() const { return false; }
@@ -193,6 +203,17 @@ inline void CollectPassNodes(const std::shared_ptr<const OpNode>& node,
                              std::vector<IteratorState::NodeKey>* out) {
   if (node->begins_passes()) out->push_back(IteratorState::NodeKey{node.get(), node});
   for (const std::shared_ptr<const OpNode>& input : node->inputs()) CollectPassNodes(input, out);
+}
+
+// Compact checkpoints: whether streams of `node` and everything below it, restored from a mark, yield
+// what is left in the order the saving stream would have. Ops that keep a mark only every kMarkInterval
+// elements re-read and drop the elements after it, which needs this; otherwise they mark every element.
+inline bool ReplaysInOrder(const OpNode& node, const Options& options) {
+  if (!node.keeps_order(options)) return false;
+  for (const std::shared_ptr<const OpNode>& input : node.inputs()) {
+    if (!ReplaysInOrder(*input, options)) return false;
+  }
+  return true;
 }
 
 // A param's value as DebugString shows it (long strings and lists elided).

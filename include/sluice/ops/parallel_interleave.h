@@ -103,6 +103,11 @@ class ParallelInterleaveNode final
   int64_t cardinality() const override { return kUnknownCardinality; }
   // The datasets f makes are checked when their slots open; slot seeds derive from this op's.
   bool keeps_compact_state(const Options&) const override { return true; }
+  // Sloppy order restores the same multiset, in an order of its own.
+  bool keeps_order(const Options& options) const override {
+    return deterministic_.value_or(options.deterministic);
+  }
+  bool rereads_input_by_position() const override { return true; }
   bool draws_seed() const override { return true; }
 
  private:

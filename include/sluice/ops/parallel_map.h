@@ -127,11 +127,13 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
  public:
   // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
   // consumer runs elements itself while it would otherwise wait (see the file comment).
-  // `compact` (deterministic only): keeps the input's mark with each result, so that a save writes the
-  // mark of the last result returned instead of pausing and saving the results (compact checkpoints).
+  // `compact` (deterministic only): keeps the input's mark with every `mark_every`-th result, so that a
+  // save writes the newest mark at or before the last result returned, and how many results lie between,
+  // instead of pausing and saving the results (compact checkpoints). `mark_every` > 1 needs an input that
+  // replays in order (ReplaysInOrder) and one that does not share the node.
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
                     int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
-                    std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false)
+                    std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false, int64_t mark_every = 1)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -145,7 +147,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         tuner_(tuner),
         caller_runs_(caller_runs),
         busy_tasks_(busy_tasks),
-        compact_(compact && deterministic) {
+        compact_(compact && deterministic),
+        mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)) {
     if (compact_) {
       marks_.resize(capacity_);
       MarkReturnedStart();
@@ -194,10 +197,13 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         *out = std::move(*slot);
         slot.reset();
         if (compact_) {
-          // Under mu_, before the slot's reservation is given back: a puller reuses this mark only after.
-          std::swap(returned_mark_, marks_[consumed_ % capacity_]);
           returned_next_ = static_cast<int64_t>(consumed_) + 1;
           returned_ended_ = false;
+          if (MarksAfter(static_cast<int64_t>(consumed_))) {
+            // Under mu_, before the slot's reservation is given back: a puller reuses this mark only after.
+            std::swap(returned_mark_, marks_[consumed_ % capacity_]);
+            returned_mark_next_ = returned_next_;
+          }
         }
       } else {
         if (completed_.empty()) return EndOrPendingLocked();
@@ -219,15 +225,22 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // kInputSharesNode (Batch's stacking) has an input that is part of the same op: it appends its state
   // to this op's section (CheckpointWriter::AppendState) and saves its own input.
   //
+  // Unless the input shares the node, the section ends with `skip`: the input stands that many elements
+  // before the next index (a restore drops them first).
+  //
   // Compact: the same layout without pausing anything: the index after the last result returned, the
   // carried results not yet returned (only a full state restored into a compact iterator has any), and
-  // the input's mark from right after it pulled that result's element.
+  // the input's newest mark at or before that index (kMarkInterval), `skip` elements before it.
   Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
     if constexpr (!HasElementCodec<U>) {
       return Stream<U>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
     } else {
       if (compact_) {
-        writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_);
+        if (kInputSharesNode) {
+          writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_);
+        } else {
+          writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_, ReturnedSkip());
+        }
         if (kInputSharesNode) {
           returned_mark_.WriteTo(writer.get(), path, /*shares_base=*/true);
         } else if (!returned_ended_) {
@@ -246,16 +259,19 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       if (kInputSharesNode) {
         mark.WriteWithShared(returned_mark_, returned_next_, CarryLeft(), returned_ended_);
       } else {
-        mark.Write(returned_next_, CarryLeft(), returned_ended_);
+        mark.Write(returned_next_, CarryLeft(), returned_ended_, ReturnedSkip());
         if (!returned_ended_) mark.AppendInputMark(0, returned_mark_);
       }
       return true;
     }
   }
 
-  // Before the first Poll of a restored stream: what Save wrote (`input_ended`: the input is null).
-  void RestoreBuffered(int64_t next_index, std::vector<absl::StatusOr<U>> results, bool input_ended) {
+  // Before the first Poll of a restored stream: what Save wrote (`input_ended`: the input is null; `skip`:
+  // the input stands that many elements before `next_index`).
+  void RestoreBuffered(int64_t next_index, std::vector<absl::StatusOr<U>> results, bool input_ended,
+                       int64_t skip = 0) {
     next_index_ = next_index;
+    skip_left_ = skip;
     consumed_ = static_cast<size_t>(next_index);
     carry_ = std::move(results);
     input_ended_ = input_ended;
@@ -302,11 +318,24 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // input (a non-shared input that ended).
   void MarkReturnedStart() {
     returned_next_ = next_index_;
+    returned_mark_next_ = next_index_ - skip_left_;
     returned_ended_ = input_ended_ && !kInputSharesNode;
     returned_mark_.Clear();
     if (input_ && !returned_ended_) {
       mark_writer_.Begin(&returned_mark_);
       input_->Mark(mark_writer_);  // the node accepted compact mode, so every stream below marks
+    }
+  }
+  // Compact: whether the puller of input element `index` keeps the input's mark after it.
+  bool MarksAfter(int64_t index) const { return (index + 1) % mark_every_ == 0; }
+  int64_t ReturnedSkip() const { return returned_next_ - returned_mark_next_; }
+  // The input's next element, after dropping those a restore stands before. The caller holds the input
+  // (input_mu_, or input_awaiting_ for the consumer's pull).
+  PollState PollInput(absl::StatusOr<T>* element) {
+    for (;;) {
+      PollState state = input_->Poll(element);
+      if (state != PollState::kReady || skip_left_ == 0) return state;
+      --skip_left_;
     }
   }
   // Carried results the consumer has not taken (a copy; empty in steady state).
@@ -371,7 +400,11 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       s->carry_.erase(s->carry_.begin(), s->carry_.begin() + static_cast<std::ptrdiff_t>(s->carry_next_));
       s->carry_next_ = 0;
     }
-    writer->WriteState(path, s->next_index_, s->carry_, s->input_ended_);
+    if constexpr (kInputSharesNode) {
+      writer->WriteState(path, s->next_index_, s->carry_, s->input_ended_);
+    } else {
+      writer->WriteState(path, s->next_index_, s->carry_, s->input_ended_, s->skip_left_);
+    }
     if (s->input_ended_ && !kInputSharesNode) co_return absl::OkStatus();
     // A named string, not a conditional temporary inside the co_await: GCC 12 frees such a temporary twice.
     std::string input_path = kInputSharesNode ? path : ChildNodePath(path, 0);
@@ -496,7 +529,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     std::lock_guard<std::mutex> in_lock(input_mu_);
     if (input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
     if (input_ended_) return Pulled::kEnd;
-    PollState state = input_->Poll(element);
+    PollState state = PollInput(element);
     if (state == PollState::kPending) {
       input_awaiting_.store(true, std::memory_order_seq_cst);
       return Pulled::kPending;
@@ -506,7 +539,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       return Pulled::kEnd;
     }
     *index = next_index_++;
-    if (compact_) {
+    if (compact_ && MarksAfter(*index)) {
       mark_writer_.Begin(&marks_[static_cast<size_t>(*index) % capacity_]);
       input_->Mark(mark_writer_);
     }
@@ -524,7 +557,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       if (input_ended_) return Pulled::kEnd;
       input_awaiting_.store(true, std::memory_order_seq_cst);
     }
-    PollState state = input_->Poll(element);
+    PollState state = PollInput(element);
     Pulled pulled = Pulled::kReady;
     {
       std::lock_guard<std::mutex> in_lock(input_mu_);
@@ -535,7 +568,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         pulled = Pulled::kEnd;
       } else {
         *index = next_index_++;
-        if (compact_) {
+        if (compact_ && MarksAfter(*index)) {
           mark_writer_.Begin(&marks_[static_cast<size_t>(*index) % capacity_]);
           input_->Mark(mark_writer_);
         }
@@ -687,6 +720,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   std::atomic<bool> input_awaiting_{false};
   bool input_ended_ = false;  // input_mu_
   int64_t next_index_ = 0;    // input_mu_
+  int64_t skip_left_ = 0;     // whoever holds the input: restored elements to drop before next_index_
 
   mutable std::mutex mu_;
   std::vector<std::optional<absl::StatusOr<U>>> ring_;  // deterministic: index % capacity_
@@ -709,6 +743,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   const bool caller_runs_;
   std::atomic<int64_t>* busy_tasks_;  // the iterator's (may be null)
   const bool compact_;
+  const int64_t mark_every_;
   // Compact: the input's mark after each element pulled (index % capacity_; written by the puller under
   // input_mu_, taken by the consumer under mu_), and the consumer's: the mark, index and end of the input
   // after the last result returned.
@@ -716,6 +751,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   MarkWriter mark_writer_;  // input_mu_ (the constructor's and a restore's before any worker)
   StreamMark returned_mark_;
   int64_t returned_next_ = 0;
+  int64_t returned_mark_next_ = 0;  // the index returned_mark_ stands before
   bool returned_ended_ = false;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
@@ -771,10 +807,13 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
       int64_t next_index = 0;
       std::vector<absl::StatusOr<U>> results;
       bool ended = false;
-      if (absl::Status s = reader.ReadState(path, &next_index, &results, &ended); !s.ok()) return s;
-      if (next_index < 0 || results.size() > static_cast<uint64_t>(next_index)) {
-        return reader.Corrupt(path, absl::DataLossError(absl::StrCat(results.size(), " results of ",
-                                                                     next_index, " input elements")));
+      int64_t skip = 0;
+      if (absl::Status s = reader.ReadState(path, &next_index, &results, &ended, &skip); !s.ok()) return s;
+      if (next_index < 0 || results.size() > static_cast<uint64_t>(next_index) || skip < 0 ||
+          skip > next_index || (ended && skip != 0)) {
+        return reader.Corrupt(path,
+                              absl::DataLossError(absl::StrCat(results.size(), " results of ", next_index,
+                                                               " input elements, ", skip, " to skip")));
       }
       std::unique_ptr<Stream<T>> input;
       if (!ended) {
@@ -783,7 +822,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
         input = std::move(*restored);
       }
       std::unique_ptr<S> impl = MakeImpl(context, std::move(input));
-      impl->RestoreBuffered(next_index, std::move(results), ended);
+      impl->RestoreBuffered(next_index, std::move(results), ended, skip);
       return std::make_unique<detail_teardown::AsyncStreamOwner<S>>(std::move(impl), context->teardowns);
     }
   }
@@ -803,7 +842,8 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     return std::make_unique<S>(std::move(input), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
                                max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
                                context->busy_tasks.get(),
-                               /*compact=*/context->options.compact_checkpoints && deterministic);
+                               /*compact=*/context->options.compact_checkpoints && deterministic,
+                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1);
   }
 
   NodePtr<T> input_;

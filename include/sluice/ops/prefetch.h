@@ -69,12 +69,22 @@ class [[nodiscard]] AwaitWithStopToken {
   std::optional<typename Task<T>::Awaiter> awaiter_;
 };
 
-// Compact checkpoints: an element with the mark of the input right after it was pulled, which is where
-// the input stands once the consumer has the element.
+// Compact checkpoints: an element, with the mark of the input right after it was pulled (which is where
+// the input stands once the consumer has the element) for every kMarkInterval-th element.
 template <class T>
 struct MarkedElement {
   absl::StatusOr<T> element;
+  bool marked = false;
   StreamMark after;
+};
+
+// The producer's: its mark writer, its count of elements pulled, and the elements a restore stands
+// before, which it drops first.
+struct ProducerMarks {
+  MarkWriter writer;
+  int64_t pulled = 0;
+  int64_t skip_left = 0;
+  int64_t every = kMarkInterval;  // 1 where the input does not replay in order (ReplaysInOrder)
 };
 template <class T>
 absl::StatusOr<T>& ElementOf(absl::StatusOr<T>& slot) {
@@ -87,13 +97,16 @@ absl::StatusOr<T>& ElementOf(MarkedElement<T>& slot) {
 
 // The slot of an element just pulled from `input`: the element itself, or it with the input's mark.
 template <class T, class Slot>
-Slot MakeSlot(absl::StatusOr<T>&& element, const Stream<T>& input, MarkWriter* marks) {
+Slot MakeSlot(absl::StatusOr<T>&& element, const Stream<T>& input, ProducerMarks* marks) {
   if constexpr (std::is_same_v<Slot, absl::StatusOr<T>>) {
     return std::move(element);
   } else {
-    Slot slot{std::move(element), {}};
-    marks->Begin(&slot.after);
-    input.Mark(*marks);  // the node accepted compact mode, so every stream below marks
+    Slot slot{std::move(element), false, {}};
+    if (++marks->pulled % marks->every == 0) {
+      slot.marked = true;
+      marks->writer.Begin(&slot.after);
+      input.Mark(marks->writer);  // the node accepted compact mode, so every stream below marks
+    }
     return slot;
   }
 }
@@ -103,11 +116,11 @@ Slot MakeSlot(absl::StatusOr<T>&& element, const Stream<T>& input, MarkWriter* m
 // and interrupts a waiting push, whose element goes to `unpushed`; `teardown`, requested by a teardown
 // only, is what the input's calls and user functions see, because the inputs cannot resume after a
 // cancelled read (a file reader ends), so a pause lets the call in flight finish.
-// `marks`: the writer for MarkedElement slots (unused for plain ones).
+// `marks`: elements to drop first, and the writer for MarkedElement slots.
 template <class T, class Slot>
 Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<Slot>* buffer,
                    std::atomic<int64_t>* element_bytes, std::atomic<int64_t>* busy_tasks,
-                   const std::stop_token* teardown, std::optional<Slot>* unpushed, MarkWriter* marks) {
+                   const std::stop_token* teardown, std::optional<Slot>* unpushed, ProducerMarks* marks) {
   co_await pool->Schedule();
   const std::stop_token stop = co_await CurrentStopToken();
   absl::StatusOr<T> element;
@@ -120,6 +133,10 @@ Task<void> Produce(ThreadPool* pool, Stream<T>* input, Channel<Slot>* buffer,
     if (state == PollState::kEnd) break;
     if (state == PollState::kPending) {
       co_await AwaitWithStopToken<void>(input->WaitReady(), teardown);
+      continue;
+    }
+    if (marks->skip_left > 0) {
+      --marks->skip_left;
       continue;
     }
     if (element_bytes != nullptr) NoteElementBytes(element_bytes, ApproxElementBytes(element));
@@ -149,7 +166,9 @@ class PrefetchNode final : public Node<T> {
     std::unique_ptr<Stream<T>> input = input_->MakeStream(context);
     return MakeOver(*context, std::move(input), {});
   }
-  // State: the elements the producer had buffered (they come out first), then the input at /0.
+  // State: the elements the producer had buffered (they come out first) and `skip`, the input elements
+  // to drop first (the input's mark stands that many before where the producer stood; compact states),
+  // then the input at /0.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
@@ -157,19 +176,22 @@ class PrefetchNode final : public Node<T> {
       return reader.Unsupported(path);
     } else {
       std::vector<absl::StatusOr<T>> buffered;
-      if (absl::Status s = reader.ReadState(path, &buffered); !s.ok()) return s;
+      int64_t skip = 0;
+      if (absl::Status s = reader.ReadState(path, &buffered, &skip); !s.ok()) return s;
+      if (skip < 0) return reader.Corrupt(path, absl::DataLossError(absl::StrCat(skip, " elements to skip")));
       auto input = input_->RestoreStream(context, reader, ChildNodePath(path, 0));
       if (!input.ok()) return input.status();
       return MakeOver(*context, std::move(*input),
                       std::deque<absl::StatusOr<T>>(std::make_move_iterator(buffered.begin()),
-                                                    std::make_move_iterator(buffered.end())));
+                                                    std::make_move_iterator(buffered.end())),
+                      skip);
     }
   }
 
  private:
   // The prefetching stream over `input`, its buffered elements `carry` coming out first.
   std::unique_ptr<Stream<T>> MakeOver(const IteratorContext& context, std::unique_ptr<Stream<T>> input,
-                                      std::deque<absl::StatusOr<T>> carry) const {
+                                      std::deque<absl::StatusOr<T>> carry, int64_t skip = 0) const {
     const bool autotune = buffer_size_ == kAutotune;
     Tuner* tuner = autotune ? TunerFor(context) : nullptr;
     const size_t capacity = tuner != nullptr ? kMaxAutotunePrefetch
@@ -179,12 +201,12 @@ class PrefetchNode final : public Node<T> {
       if (context.options.compact_checkpoints) {
         return detail_teardown::MakeAsyncStream<PrefetchStream<detail_prefetch::MarkedElement<T>>>(
             context.teardowns, std::move(input), context.pool, capacity, tuner, context.busy_tasks.get(),
-            std::move(carry));
+            std::move(carry), skip, ReplaysInOrder(*input_, context.options) ? kMarkInterval : 1);
       }
     }
     return detail_teardown::MakeAsyncStream<PrefetchStream<absl::StatusOr<T>>>(
         context.teardowns, std::move(input), context.pool, capacity, tuner, context.busy_tasks.get(),
-        std::move(carry));
+        std::move(carry), skip);
   }
 
   // Slot: absl::StatusOr<T>, or MarkedElement<T> for compact checkpoints: then a save writes the mark
@@ -195,7 +217,8 @@ class PrefetchNode final : public Node<T> {
 
    public:
     PrefetchStream(std::unique_ptr<Stream<T>> input, ThreadPool* pool, size_t capacity, Tuner* tuner,
-                   std::atomic<int64_t>* busy_tasks, std::deque<absl::StatusOr<T>> carry = {})
+                   std::atomic<int64_t>* busy_tasks, std::deque<absl::StatusOr<T>> carry = {},
+                   int64_t skip = 0, int64_t mark_every = 1)
         : input_(std::move(input)),
           pool_(pool),
           buffer_(capacity),
@@ -206,9 +229,12 @@ class PrefetchNode final : public Node<T> {
         buffer_.SetLimit(kInitialAutotunePrefetch);
         registration_.emplace(tuner, this);
       }
+      marks_.skip_left = skip;
+      marks_.every = std::max<int64_t>(1, mark_every);
       if constexpr (kCompact) {
-        marks_.Begin(&returned_mark_);
-        marked_ = input_->Mark(marks_);
+        marks_.writer.Begin(&returned_mark_);
+        marked_ = input_->Mark(marks_.writer);
+        returned_skip_ = skip;
       }
     }
     // Joined here only when nothing runs any more: made under an AsyncStreamOwner, which joins (or, on
@@ -257,7 +283,8 @@ class PrefetchNode final : public Node<T> {
         // The input stood at returned_mark_ when the consumer took its last element; the carry (a full
         // state's elements, restored) comes before anything the producer pulled.
         if (!marked_) return Stream<T>::SaveResult(writer->Unsupported(ChildNodePath(path, 0)));
-        writer->WriteState(path, std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()));
+        writer->WriteState(path, std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()),
+                           returned_skip_);
         returned_mark_.WriteTo(writer.get(), ChildNodePath(path, 0));
         return Stream<T>::SaveResult(absl::OkStatus());
       } else {
@@ -268,7 +295,7 @@ class PrefetchNode final : public Node<T> {
       if constexpr (!kCompact) {
         return false;
       } else {
-        mark.Write(std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()));
+        mark.Write(std::vector<absl::StatusOr<T>>(carry_.begin(), carry_.end()), returned_skip_);
         mark.AppendInputMark(0, returned_mark_);
         return marked_;
       }
@@ -289,7 +316,14 @@ class PrefetchNode final : public Node<T> {
    private:
     void Take(Slot&& slot, absl::StatusOr<T>* out) {
       *out = std::move(detail_prefetch::ElementOf<T>(slot));
-      if constexpr (kCompact) returned_mark_ = std::move(slot.after);
+      if constexpr (kCompact) {
+        if (slot.marked) {
+          std::swap(returned_mark_, slot.after);
+          returned_skip_ = 0;
+        } else {
+          ++returned_skip_;
+        }
+      }
     }
     static Task<absl::Status> SaveBuffered(PrefetchStream* self, std::shared_ptr<CheckpointWriter> writer,
                                            std::string path) {
@@ -313,7 +347,9 @@ class PrefetchNode final : public Node<T> {
           self->unpushed_.reset();
         }
       }
-      writer->WriteState(path, std::vector<absl::StatusOr<T>>(self->carry_.begin(), self->carry_.end()));
+      // The producer is gone: its count of elements still to drop is ours to read.
+      writer->WriteState(path, std::vector<absl::StatusOr<T>>(self->carry_.begin(), self->carry_.end()),
+                         self->marks_.skip_left);
       co_return co_await self->input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
 
@@ -340,8 +376,11 @@ class PrefetchNode final : public Node<T> {
     // Elements buffered when the stream was saved or restored: they come out before the buffer's.
     std::deque<absl::StatusOr<T>> carry_;
     std::optional<Slot> unpushed_;  // written by a stopped producer, read after its join
-    MarkWriter marks_;              // compact: the producer's (the constructor's before it starts)
-    StreamMark returned_mark_;      // compact: the input's place after the last element returned
+    detail_prefetch::ProducerMarks marks_;  // the producer's (the constructor's before it starts)
+    // Compact: the input's newest mark at or before its place after the last element returned, and the
+    // number of elements between the two.
+    StreamMark returned_mark_;
+    int64_t returned_skip_ = 0;
     bool marked_ = false;           // compact: the input marks (the node check makes it so)
     std::stop_source teardown_;
     const std::stop_token teardown_token_ = teardown_.get_token();

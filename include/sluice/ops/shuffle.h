@@ -20,14 +20,17 @@
 //   the counts of elements pulled and emitted, and the input's mark from before the oldest element still
 //   buffered, not the buffer. A restore replays the pass's draws on input indices (no elements) to learn
 //   which index each slot held, then re-reads the input from that mark and keeps those elements. The
-//   stream marks its input after each pull and keeps the mark with the element.
+//   stream marks its input after every kMarkInterval-th pull and saves the newest mark at or before the
+//   oldest buffered element, with the index it stands before.
 //
 //   // Two orders, epoch after epoch, and the same two in every iterator:
 //   auto ds = Range(100).Shuffle(/*buffer_size=*/100, /*seed=*/42).Repeat(2);
 #ifndef SLUICE_OPS_SHUFFLE_H_
 #define SLUICE_OPS_SHUFFLE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -101,6 +104,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     return stream;
   }
   bool keeps_compact_state(const Options&) const override { return true; }
+  bool rereads_input_by_position() const override { return true; }
   bool begins_passes() const override { return reshuffle_; }
   bool draws_seed() const override { return !seed_; }
   // State: the generator, the buffered elements (errors too), and whether the input ended. The seed and
@@ -112,7 +116,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     bool buffered = true;
     if (reader
             .ReadState(path, &compact.rng, &buffered, &compact.input_done, &compact.pass_seed, &compact.pass,
-                       &compact.emitted, &compact.pulled, &compact.has_input)
+                       &compact.emitted, &compact.pulled, &compact.has_input, &compact.mark_index)
             .ok() &&
         !buffered) {
       return RestoreCompact(std::move(context), reader, path, compact);
@@ -152,6 +156,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     int64_t pulled = 0;
     bool input_done = false;
     bool has_input = false;  // the input's mark follows at /0
+    int64_t mark_index = 0;  // ... and stands before this input index
   };
 
   // The input index each slot holds after the pass's first `emitted` draws, as Poll would have placed
@@ -200,6 +205,13 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     if (needs_input != c.has_input) {
       return reader.Corrupt(path, absl::DataLossError("an input mark where none belongs, or none"));
     }
+    int64_t first_needed = c.pulled;
+    for (int64_t index : stream->indices_) first_needed = std::min(first_needed, index);
+    if (needs_input && (c.mark_index < 0 || c.mark_index > first_needed)) {
+      return reader.Corrupt(path,
+                            absl::DataLossError(absl::StrCat("an input mark before index ", c.mark_index,
+                                                             ", the buffer needs ", first_needed)));
+    }
     if (needs_input) {
       auto restored = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
       if (!restored.ok()) return restored.status();
@@ -246,40 +258,46 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
       return PollState::kReady;
     }
 
-    // Compact checkpoints: from now on keep, per slot, the input's mark from before its element.
+    // Compact checkpoints: from now on keep the input's mark every kMarkInterval elements.
     void StartMarking() {
       marking_ = true;
-      if (input_ != nullptr) MarkInput(&next_mark_);
+      if (input_ != nullptr) {
+        marks_.emplace_back().first = pulled_;
+        MarkInput(&marks_.back().second);
+      }
     }
 
     // Called by the node's compact restore: `indices_` holds the slots' input indices; re-read the
-    // input from the oldest of them, which is where its restored mark stands.
+    // input from where its restored mark stands (the node checked: not after the oldest of them).
     void Refill(const CompactState& c, bool compact) {
       pulled_ = c.pulled;
       emitted_ = c.emitted;
       pass_seed_ = c.pass_seed;
       saved_input_done_ = c.input_done;
       buffer_.resize(indices_.size());
-      refill_next_ = c.pulled;
+      oldest_slot_ = 0;
       for (size_t slot = 0; slot < indices_.size(); ++slot) {
         slot_of_.emplace(indices_[slot], slot);
-        refill_next_ = std::min(refill_next_, indices_[slot]);
+        if (indices_[slot] < indices_[oldest_slot_]) oldest_slot_ = slot;
       }
+      refill_next_ = input_ != nullptr ? c.mark_index : c.pulled;
+      refill_mark_index_ = refill_next_;
       refill_end_ = c.pulled;
       marking_ = compact;
       if (input_ != nullptr) MarkInput(&refill_mark_);
-      if (marking_) {
-        slot_marks_.resize(indices_.size());
-        next_mark_ = refill_mark_;
+      if (marking_ && input_ != nullptr) {
+        marks_.emplace_back().first = refill_next_;
+        marks_.back().second = refill_mark_;
       }
       if (refill_next_ >= refill_end_) FinishRefill();
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       if (marking_) {
-        const StreamMark* input = InputMark();
+        int64_t mark_index = 0;
+        const StreamMark* input = InputMark(&mark_index);
         writer->WriteState(path, rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_,
-                           input != nullptr);
+                           input != nullptr, mark_index);
         if (input != nullptr) input->WriteTo(writer.get(), ChildNodePath(path, 0));
         return Stream<T>::SaveResult(absl::OkStatus());
       }
@@ -297,9 +315,10 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     }
     bool Mark(MarkWriter& mark) const override {
       if (!marking_) return false;
-      const StreamMark* input = InputMark();
+      int64_t mark_index = 0;
+      const StreamMark* input = InputMark(&mark_index);
       mark.Write(rng_.state(), false, SavedInputDone(), pass_seed_, pass_, emitted_, pulled_,
-                 input != nullptr);
+                 input != nullptr, mark_index);
       if (input != nullptr) mark.AppendInputMark(0, *input);
       return true;
     }
@@ -314,20 +333,24 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     }
     // The element of input index `index` went to the back of the buffer.
     void Pulled(int64_t index) {
-      slot_marks_.push_back(next_mark_);
       indices_.push_back(index);
       if (indices_.size() == 1) oldest_slot_ = 0;
-      MarkInput(&next_mark_);
+      MarkEvery(index);
+    }
+    // Keeps the input's mark after input element `index` when it is due.
+    void MarkEvery(int64_t index) {
+      if ((index + 1) % kMarkInterval != 0) return;
+      marks_.emplace_back().first = index + 1;
+      MarkInput(&marks_.back().second);
+      ForgetOldMarks();
     }
     // Slot `pick` was emitted and the last slot moved into it.
     void Emitted(size_t pick, size_t last) {
       const bool oldest_left = pick == oldest_slot_;
       if (pick != last) {
-        slot_marks_[pick] = std::move(slot_marks_[last]);
         indices_[pick] = indices_[last];
         if (oldest_slot_ == last) oldest_slot_ = pick;
       }
-      slot_marks_.pop_back();
       indices_.pop_back();
       // The oldest leaves with probability 1/size per draw, so this scan costs O(1) per element on average.
       if (oldest_left && !indices_.empty()) {
@@ -335,13 +358,24 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
         for (size_t i = 1; i < indices_.size(); ++i) {
           if (indices_[i] < indices_[oldest_slot_]) oldest_slot_ = i;
         }
+        ForgetOldMarks();
       }
     }
-    // Where a restore re-reads from: before the oldest buffered element, else before the next pull.
-    const StreamMark* InputMark() const {
-      if (refill_next_ < refill_end_) return &refill_mark_;
-      if (!indices_.empty()) return &slot_marks_[oldest_slot_];
-      return input_done_ ? nullptr : &next_mark_;
+    // Keeps the newest mark at or before the oldest buffered element (else the next pull) and those after.
+    void ForgetOldMarks() {
+      const int64_t needed = indices_.empty() ? pulled_ : indices_[oldest_slot_];
+      while (marks_.size() >= 2 && marks_[1].first <= needed) marks_.pop_front();
+    }
+    // Where a restore re-reads from (*index: the input index the mark stands before): the newest mark at
+    // or before the oldest buffered element, else before the next pull; null when nothing is left to read.
+    const StreamMark* InputMark(int64_t* index) const {
+      if (refill_next_ < refill_end_) {
+        *index = refill_mark_index_;
+        return &refill_mark_;
+      }
+      if (marks_.empty() || (input_done_ && indices_.empty())) return nullptr;
+      *index = marks_.front().first;
+      return &marks_.front().second;
     }
     bool SavedInputDone() const { return refill_next_ < refill_end_ ? saved_input_done_ : input_done_; }
 
@@ -358,17 +392,14 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
           refill_next_ = refill_end_;
           buffer_.clear();
           indices_.clear();
-          slot_marks_.clear();
+          marks_.clear();
           input_done_ = true;
           input_.reset();
           return PollState::kReady;
         }
         auto slot = slot_of_.find(refill_next_);
-        if (slot != slot_of_.end()) {
-          buffer_[slot->second] = std::move(in_);
-          if (marking_) slot_marks_[slot->second] = next_mark_;
-        }
-        if (marking_) MarkInput(&next_mark_);
+        if (slot != slot_of_.end()) buffer_[slot->second] = std::move(in_);
+        if (marking_) MarkEvery(refill_next_);
         ++refill_next_;
       }
       FinishRefill();
@@ -376,12 +407,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     }
     void FinishRefill() {
       slot_of_.clear();
-      if (marking_ && !indices_.empty()) {
-        oldest_slot_ = 0;
-        for (size_t i = 1; i < indices_.size(); ++i) {
-          if (indices_[i] < indices_[oldest_slot_]) oldest_slot_ = i;
-        }
-      }
+      if (marking_) ForgetOldMarks();
       if (!marking_) indices_.clear();
       if (saved_input_done_) {
         input_done_ = true;
@@ -401,20 +427,21 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
 
    private:
     absl::StatusOr<T> in_;
-    // Compact checkpoints only (marking_): per slot, the input index and the input's mark before it.
+    // Compact checkpoints only (marking_): per slot, the input index of its element; the input's marks
+    // (each with the index it stands before, ascending) from the newest at or before the oldest slot's.
     bool marking_ = false;
     int64_t pulled_ = 0;
     int64_t emitted_ = 0;
     std::vector<int64_t> indices_;
-    std::vector<StreamMark> slot_marks_;
+    std::deque<std::pair<int64_t, StreamMark>> marks_;
     size_t oldest_slot_ = 0;
-    StreamMark next_mark_;  // the input's mark before its next element
     // A compact restore's re-read of the buffer: input indices [refill_next_, refill_end_).
     int64_t refill_next_ = 0;
     int64_t refill_end_ = 0;
     bool refill_failed_ = false;
     bool saved_input_done_ = false;
     StreamMark refill_mark_;
+    int64_t refill_mark_index_ = 0;
     std::unordered_map<int64_t, size_t> slot_of_;  // restore only: not on the hot path
   };
 
