@@ -164,13 +164,19 @@ TEST(DistributedCheckpointTest, RestoresOnAnotherNumberOfReplicasWithTheSameGlob
   }
 }
 
+// Compact checkpoints on, with `prefetch_per_replica` steps queued per replica.
+DistributeOptions CompactOptions(int prefetch_per_replica) {
+  DistributeOptions options;
+  options.iterator_options.compact_checkpoints = true;
+  options.prefetch_per_replica = prefetch_per_replica;
+  return options;
+}
+
 // Compact checkpoints: the state holds the input's position at the consumed step (a compact state of the
 // input pipeline), not the steps queued after it, and restores exactly on the same or another number of
 // replicas. Deep per-replica queues keep many steps queued at each save.
 TEST(DistributedCheckpointTest, CompactStatesHoldNoStepsAndRestoreExactly) {
-  DistributeOptions compact;
-  compact.iterator_options.compact_checkpoints = true;
-  compact.prefetch_per_replica = 16;
+  const DistributeOptions compact = CompactOptions(/*prefetch_per_replica=*/16);
   const Dataset<Batch> input =
       Range(400)
           .Shuffle(50)
@@ -216,9 +222,7 @@ struct RunningOffset {
 // Compact mode with a pipeline it refuses (a function declared Stateful: a mark holds no function state):
 // the distributed save writes the full state, which restores exactly.
 TEST(DistributedCheckpointTest, CompactOptionOnAPipelineCompactModeRefusesSavesTheFullState) {
-  DistributeOptions compact;
-  compact.iterator_options.compact_checkpoints = true;
-  compact.prefetch_per_replica = 4;
+  const DistributeOptions compact = CompactOptions(/*prefetch_per_replica=*/4);
   const Dataset<Batch> input =
       Range(120)
           .Map(Stateful(

@@ -337,7 +337,7 @@ class InterleaveNode final : public Node<typename UnwrapStatusOrT<std::invoke_re
     using SavedInput = std::conditional_t<HasElementCodec<T>, T, bool>;
 
     // False when the input cannot mark its place (restored from a full state, as a Shuffle refilling).
-    bool MarkInput(StreamMark* out) const { return detail_interleave::MarkOf(*input_, out); }
+    bool MarkInput(StreamMark* out) const { return MarkStream(*input_, out); }
 
     // The compact section of this stream now into section_now_, and the input's mark to write at /0
     // (null: none); FailedPrecondition's message says why when it cannot be written.

@@ -597,7 +597,7 @@ class ParallelInterleaveNode final
       next_mark_ok_ = MarkInput(&next_mark_);
     }
     // False when the input cannot mark its place (restored from a full state, as a Shuffle refilling).
-    bool MarkInput(StreamMark* out) const { return detail_interleave::MarkOf(*input_, out); }
+    bool MarkInput(StreamMark* out) const { return MarkStream(*input_, out); }
 
     // The slot input element `index` opens: f's dataset and its stream, or the error to yield in its turn.
     Opened Open(int64_t index, absl::StatusOr<T> in) {
@@ -626,7 +626,7 @@ class ParallelInterleaveNode final
       o.stream = o.node->MakeStream(context_);
       if (compact_) {
         o.records = CaptureNestedRecords(o.node, context_->state.get());
-        o.marked = detail_interleave::MarkOf(*o.stream, &o.returned);
+        o.marked = MarkStream(*o.stream, &o.returned);
       }
       return o;
     }
@@ -787,7 +787,7 @@ class ParallelInterleaveNode final
       if (!stream.ok()) return stream.status();
       o.stream = std::move(*stream);
       o.records = records;
-      if (compact_) o.marked = detail_interleave::MarkOf(*o.stream, &o.returned);
+      if (compact_) o.marked = MarkStream(*o.stream, &o.returned);
       return o;
     }
 

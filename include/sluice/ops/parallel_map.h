@@ -238,13 +238,10 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
       if (compact_) {
         if (kInputSharesNode) {
           writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_);
+          returned_mark_.WriteTo(writer.get(), path, /*shares_base=*/true);
         } else {
           writer->WriteState(path, returned_next_, CarryLeft(), returned_ended_, ReturnedSkip());
-        }
-        if (kInputSharesNode) {
-          returned_mark_.WriteTo(writer.get(), path, /*shares_base=*/true);
-        } else if (!returned_ended_) {
-          returned_mark_.WriteTo(writer.get(), ChildNodePath(path, 0));
+          if (!returned_ended_) returned_mark_.WriteTo(writer.get(), ChildNodePath(path, 0));
         }
         return Stream<U>::SaveResult(absl::OkStatus());
       }

@@ -326,11 +326,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
    private:
     friend class ShuffleNode;
 
-    void MarkInput(StreamMark* out) const {
-      MarkWriter writer;
-      writer.Begin(out);
-      input_->Mark(writer);
-    }
+    void MarkInput(StreamMark* out) const { MarkStream(*input_, out); }
     // The element of input index `index` went to the back of the buffer.
     void Pulled(int64_t index) {
       indices_.push_back(index);

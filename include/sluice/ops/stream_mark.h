@@ -189,6 +189,14 @@ class MarkWriter {
   std::string scratch_;
 };
 
+// Where `stream` stands, into *out; false where it cannot mark its place (restored from a full state).
+template <class S>
+bool MarkStream(const S& stream, StreamMark* out) {
+  MarkWriter writer;
+  writer.Begin(out);
+  return stream.Mark(writer);
+}
+
 }  // namespace sluice
 
 #endif  // SLUICE_OPS_STREAM_MARK_H_

@@ -59,14 +59,6 @@ inline void AppendOpenSlot(int64_t index, std::string_view records, std::string_
   codec_detail::PutString(mark, out);
 }
 
-// Where `stream` stands, into *out; false where it cannot mark its place (restored from a full state).
-template <class S>
-bool MarkOf(const S& stream, StreamMark* out) {
-  MarkWriter writer;
-  writer.Begin(out);
-  return stream.Mark(writer);
-}
-
 // DataLoss unless the section describes a cycle this op can rebuild: its shape, every slot's input
 // element before the next one, the input's mark before the oldest of them, and the input there exactly
 // when something is left to read.
