@@ -39,10 +39,12 @@ bool RegisterSources() {
       SLUICE_REGISTRATION_ASSIGN_(mode_name, in.Get<std::string>("read_mode"));
       absl::StatusOr<ReadMode> read_mode = ops::ParseReadMode(mode_name);
       if (!read_mode.ok()) return in.Error(read_mode.status().message());
+      SLUICE_REGISTRATION_ASSIGN_(buffer_size, in.GetOptional<int64_t>("buffer_size"));
+      if (buffer_size.value_or(0) < 0) return in.Error("buffer_size < 0");
       if (format != ops::RecordFormat::kFixedLength) {
-        return std::shared_ptr<const OpNode>(
-            std::make_shared<ops::RecordFileNode>(std::move(files), format, compression, ops::FixedLengthLayout{},
-                                                  *read_mode));
+        return std::shared_ptr<const OpNode>(std::make_shared<ops::RecordFileNode>(
+            std::move(files), format, compression, ops::FixedLengthLayout{}, *read_mode,
+            buffer_size.value_or(0)));
       }
       SLUICE_REGISTRATION_ASSIGN_(record_bytes, in.Get<int64_t>("record_bytes"));
       SLUICE_REGISTRATION_ASSIGN_(header_bytes, in.Get<int64_t>("header_bytes"));

@@ -22,12 +22,14 @@ namespace {
 class RecordFileStream final : public Stream<std::string> {
  public:
   RecordFileStream(const std::string& op, std::vector<std::string> files, RecordFormat format,
-                   Compression compression, FixedLengthLayout layout, ReadMode read_mode, SourcePosition start)
+                   Compression compression, FixedLengthLayout layout, ReadMode read_mode, int64_t buffer_size,
+                   SourcePosition start)
       : files_(std::move(files)),
         format_(format),
         compression_(compression),
         layout_(layout),
         read_mode_(read_mode),
+        buffer_size_(buffer_size),
         position_(start) {
     const int64_t count = static_cast<int64_t>(files_.size());
     if (start.index < 0 || start.index > count || (start.index == count && start.offset != 0)) {
@@ -79,6 +81,7 @@ class RecordFileStream final : public Stream<std::string> {
     const std::string& file = files_[static_cast<size_t>(position_.index)];
     ReadOptions io;
     io.mode = read_mode_;
+    if (buffer_size_ > 0) io.block_size = static_cast<size_t>(buffer_size_);
     io.position = reader_position_;
     if (format_ == RecordFormat::kTFRecord) {
       TFRecordReaderOptions options;
@@ -114,6 +117,7 @@ class RecordFileStream final : public Stream<std::string> {
   Compression compression_;
   FixedLengthLayout layout_;
   ReadMode read_mode_;
+  int64_t buffer_size_;
   SourcePosition position_;     // of the next element delivered
   SourcePosition after_stash_;  // position_ once stash_ is delivered
   std::optional<absl::StatusOr<std::string>> stash_;
@@ -227,6 +231,8 @@ std::vector<Param> RecordFileNode::params() const {
     params.push_back({"footer_bytes", static_cast<int64_t>(layout_.footer_bytes)});
   }
   params.push_back({"read_mode", std::string(ReadModeName(read_mode_))});
+  // Only when set, so graphs and checkpoints of sources without it stay as they were.
+  if (buffer_size_ > 0) params.push_back({"buffer_size", buffer_size_});
   return params;
 }
 
@@ -236,8 +242,9 @@ std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStream(IteratorContextP
 
 std::unique_ptr<Stream<std::string>> RecordFileNode::MakeStreamAt(IteratorContextPtr context,
                                                                   SourcePosition position) const {
-  return std::make_unique<RecordFileStream>(std::string(op_name()), FilesForContext(this, files_, *context), format_,
-                                            compression_, layout_, read_mode_, position);
+  return std::make_unique<RecordFileStream>(std::string(op_name()), FilesForContext(this, files_, *context),
+                                            format_, compression_, layout_, read_mode_, buffer_size_,
+                                            position);
 }
 
 std::vector<std::string> FilesForContext(const OpNode* node, const std::vector<std::string>& files,

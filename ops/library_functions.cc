@@ -174,13 +174,15 @@ absl::StatusOr<Compression> CompressionFor(std::string_view path, const std::str
   return Compression::kNone;
 }
 
-std::function<Dataset<std::string>(std::string)> MakeReadTFRecord(std::string compression,
-                                                                  ReadMode read_mode) {
-  return [compression = std::move(compression), read_mode](std::string path) {
+std::function<Dataset<std::string>(std::string)> MakeReadTFRecord(std::string compression, ReadMode read_mode,
+                                                                  int64_t buffer_size) {
+  return [compression = std::move(compression), read_mode, buffer_size](std::string path) {
     absl::StatusOr<Compression> chosen = CompressionFor(path, compression);
     if (!chosen.ok())
       return Dataset<std::string>(ops::MakeErrorSource<std::string>("TFRecord", chosen.status()));
-    return TFRecord({std::move(path)}, *chosen, read_mode);
+    return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(
+        std::vector<std::string>{std::move(path)}, ops::RecordFormat::kTFRecord, *chosen,
+        ops::FixedLengthLayout{}, read_mode, buffer_size));
   };
 }
 
@@ -196,7 +198,10 @@ absl::StatusOr<std::function<Dataset<std::string>(std::string)>> ReadTFRecordFac
   if (!mode_name.ok()) return mode_name.status();
   absl::StatusOr<ReadMode> mode = ops::ParseReadMode(*mode_name);
   if (!mode.ok()) return mode.status();
-  return MakeReadTFRecord(*compression, *mode);
+  absl::StatusOr<int64_t> buffer_size = args.GetOr<int64_t>("buffer_size", 0);
+  if (!buffer_size.ok()) return buffer_size.status();
+  if (*buffer_size < 0) return absl::InvalidArgumentError(absl::StrCat("buffer_size ", *buffer_size, " < 0"));
+  return MakeReadTFRecord(*compression, *mode, *buffer_size);
 }
 
 absl::StatusOr<std::function<absl::StatusOr<Tensor>(std::string)>> DecodeRawFactory(
@@ -287,6 +292,36 @@ absl::StatusOr<std::function<absl::StatusOr<std::pair<Tensor, Tensor>>(ParsedExa
   }
   return std::function<absl::StatusOr<std::pair<Tensor, Tensor>>(ParsedExample)>(std::move(f));
 }
+
+}  // namespace
+
+Dataset<std::string> TFRecord(std::vector<std::string> files, const TFRecordOptions& options) {
+  if (options.buffer_size < 0 || options.num_parallel_reads < kAutotune) {
+    return Dataset<std::string>(ops::MakeErrorSource<std::string>(
+        "TFRecord",
+        absl::InvalidArgumentError(absl::StrCat("TFRecord: buffer_size (", options.buffer_size,
+                                                ") must be >= 0 and num_parallel_reads (",
+                                                options.num_parallel_reads, ") >= 0 or kAutotune"))));
+  }
+  if (options.num_parallel_reads == 0) {
+    return Dataset<std::string>(std::make_shared<ops::RecordFileNode>(
+        std::move(files), ops::RecordFormat::kTFRecord, options.compression, ops::FixedLengthLayout{},
+        options.read_mode, options.buffer_size));
+  }
+  // As tf.data's TFRecordDataset: a parallel interleave of one reader per file, a record from each in
+  // turn. The file list is a ListFiles (unshuffled), so auto-shard by FILE cuts it.
+  std::vector<Param> args{{"compression", std::string(CompressionName(options.compression))},
+                          {"read_mode", std::string(ops::ReadModeName(options.read_mode))}};
+  if (options.buffer_size > 0) args.push_back({"buffer_size", options.buffer_size});
+  const int64_t calls = options.num_parallel_reads;
+  return Dataset<std::string>(
+             std::make_shared<ops::ListFilesNode>(std::move(files), /*shuffle=*/false, std::nullopt))
+      .Interleave(kReadTFRecord.With(FunctionArgs(std::move(args))), /*cycle_length=*/calls,
+                  /*block_length=*/1,
+                  /*num_parallel_calls=*/calls, options.deterministic);
+}
+
+namespace {
 
 bool RegisterLibraryFunctions() {
   registration_detail::RegisterFunctionAtStartup(kReadTFRecord, ReadTFRecordFactory);

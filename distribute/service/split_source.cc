@@ -20,7 +20,9 @@ constexpr int64_t kMaxChunk = 8192;
 bool IsFileSource(const std::string& op) {
   return op == "ListFiles" || op == "TFRecord" || op == "TextLines" || op == "FixedLengthRecords";
 }
-bool IsElementSource(const std::string& op) { return op == "Range" || op == "FromVector"; }
+bool IsElementSource(const std::string& op) {
+  return op == "Range" || op == "FromVector" || op == "FromTensorSlices";
+}
 
 const ParamValue* FindParam(const GraphNode& node, absl::string_view name) {
   for (const Param& p : node.params) {
@@ -92,7 +94,7 @@ absl::StatusOr<SplittableSource> FindSplittableSource(const GraphNode& root) {
   Walk(root, &path, &sources, &leaves);
   if (sources.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("distributed_epoch needs one splittable source (Range, FromVector, "
+        absl::StrCat("distributed_epoch needs one splittable source (Range, FromVector, FromTensorSlices, "
                      "ListFiles, TFRecord, TextLines, "
                      "FixedLengthRecords); the pipeline has none (its sources: ",
                      leaves.empty() ? "none" : absl::StrJoin(leaves, ", "), ")"));
@@ -137,7 +139,7 @@ absl::StatusOr<SplittableSource> FindSplittableSource(const GraphNode& root) {
     absl::StatusOr<int64_t> size = GetParam<int64_t>(node, source.path_text, "size");
     if (!size.ok()) return size.status();
     if (*size < 0)
-      return absl::InvalidArgumentError(absl::StrCat("FromVector at ", source.path_text, ": size < 0"));
+      return absl::InvalidArgumentError(absl::StrCat(node.op, " at ", source.path_text, ": size < 0"));
     source.units = *size;
   }
   // Rounded up without overflowing: a Range may hold up to INT64_MAX elements.

@@ -139,9 +139,22 @@ std::vector<OpCase> OpCases() {
   const Dataset<Tensor> rows = FromVector<Tensor>({Row(1), Row(3), Row(2), Row(4), Row(1)});
   return {
       {"Range", [=] { ExpectRoundTrip(ints); }},
-      {"FromVectorInts", [] { ExpectRoundTrip(FromVector<int64_t>({5, -1, 1LL << 40})); }},
-      {"FromVectorStrings", [] { ExpectRoundTrip(FromVector<std::string>({"a", "", std::string("\0b", 2)})); }},
+      {"FromVectorInts",
+       [] {
+         ExpectRoundTrip(FromVector<int64_t>({5, -1, 1LL << 40}));
+       }},
+      {"FromVectorStrings",
+       [] {
+         ExpectRoundTrip(FromVector<std::string>({"a", "", std::string("\0b", 2)}));
+       }},
       {"FromVectorTensors", [=] { ExpectRoundTrip(rows); }},
+      {"FromTensors", [=] { ExpectRoundTrip(FromTensors(Row(3))); }},
+      {"FromTensorSlices", [=] { ExpectRoundTrip(FromTensorSlices(Row(4))); }},
+      {"FromTensorSlicesPair",
+       [=] {
+         ExpectRoundTrip(
+             FromTensorSlices(std::make_pair(Row(3), Tensor::FromVector<std::string>({"a", "b", "c"}))));
+       }},
       {"Take", [=] { ExpectRoundTrip(ints.Take(4)); }},
       {"Skip", [=] { ExpectRoundTrip(ints.Skip(3)); }},
       {"Repeat", [=] { ExpectRoundTrip(ints.Repeat(3)); }},
@@ -159,47 +172,80 @@ std::vector<OpCase> OpCases() {
       {"BatchParallel", [=] { ExpectRoundTrip(rows.Batch(2, false, 2, true)); }},
       {"BatchError", [=] { ExpectRoundTrip(ints.Batch(0)); }},
       {"Unbatch", [=] { ExpectRoundTrip(ints.Batch(3).Unbatch()); }},
-      {"Rebatch", [=] { ExpectRoundTrip(FromVector<Tensor>({Row(2), Row(2), Row(2)}).Batch(2).Rebatch({1, 2})); }},
+      {"Rebatch",
+       [=] {
+         ExpectRoundTrip(FromVector<Tensor>({Row(2), Row(2), Row(2)}).Batch(2).Rebatch({1, 2}));
+       }},
       {"PaddedBatch", [=] { ExpectRoundTrip(rows.PaddedBatch(2, {{5}}, {Tensor::Scalar<int64_t>(-1)})); }},
-      {"SampleFromDatasets", [=] { ExpectRoundTrip(SampleFromDatasets<int64_t>({ints, Range(100, 110)}, {0.3, 0.7}, 5)); }},
+      {"SampleFromDatasets",
+       [=] {
+         ExpectRoundTrip(SampleFromDatasets<int64_t>({ints, Range(100, 110)}, {0.3, 0.7}, 5));
+       }},
       {"SampleRerandomized",
-       [=] { ExpectRoundTrip(SampleFromDatasets<int64_t>({ints, Range(100, 110)}, {0.3, 0.7}, 5, false, true)); }},
+       [=] {
+         ExpectRoundTrip(SampleFromDatasets<int64_t>({ints, Range(100, 110)}, {0.3, 0.7}, 5, false, true));
+       }},
       {"ChooseFromDatasets",
-       [=] { ExpectRoundTrip(ChooseFromDatasets<int64_t>({ints, Range(100, 110)}, FromVector<int64_t>({1, 0, 1, 1}))); }},
+       [=] {
+         ExpectRoundTrip(
+             ChooseFromDatasets<int64_t>({ints, Range(100, 110)}, FromVector<int64_t>({1, 0, 1, 1})));
+       }},
       {"Zip", [=] { ExpectRoundTrip(Zip(ints, Range(100))); }},
       {"ZipTensors", [=] { ExpectRoundTrip(Zip(rows, rows.Skip(1))); }},
       {"TFRecordGzip", [] { ExpectRoundTrip(TFRecord({SharedFile()}, Compression::kGzip)); }},
-      {"TextLines", [] {
+      {"TextLines",
+       [] {
          const std::string path = testing_util::TempPath("graph_lines.txt");
          testing_util::WriteFile(path, "one\ntwo\r\nthree");
          ExpectRoundTrip(TextLines({path}));
        }},
-      {"FixedLengthRecords", [] {
+      {"FixedLengthRecords",
+       [] {
          const std::string path = testing_util::TempPath("graph_fixed.bin");
          testing_util::WriteFile(path, "HHabcdefghFF");
          ExpectRoundTrip(FixedLengthRecords({path}, 4, 2, 2));
        }},
-      {"TFRecordReadModeAndCommaPath", [] {
+      {"TFRecordReadModeAndCommaPath",
+       [] {
          const std::string path = testing_util::TempPath("graph,with,commas.tfrecord");
          std::ifstream in(testing_util::SharedTFRecord("beam_foo.tfrecord"), std::ios::binary);
          testing_util::WriteFile(path, std::string(std::istreambuf_iterator<char>(in), {}));
          ExpectRoundTrip(TFRecord({path, path}, Compression::kNone, ReadMode::kMmap));
          ExpectRoundTrip(TFRecord({path}, Compression::kNone, ReadMode::kRead));
        }},
-      {"ListFiles", [] { ExpectRoundTrip(ListFiles({testing_util::SharedTFRecord("*.tfrecord")}, true, 3)); }},
+      {"ListFiles",
+       [] { ExpectRoundTrip(ListFiles({testing_util::SharedTFRecord("*.tfrecord")}, true, 3)); }},
       {"ParseExample", [] { ExpectRoundTrip(FromVector(Examples(6)).ParseExample(ExampleSpec())); }},
-      {"ParseExampleBatched", [] { ExpectRoundTrip(FromVector(Examples(6)).Batch(4).ParseExample(ExampleSpec())); }},
-      {"MapRegistered", [=] { ExpectRoundTrip(ints.Map(kAddN.With({{"n", 7}}))); }},  // an int literal is int64
-      {"MapParallelRegistered", [=] { ExpectRoundTrip(ints.Map(kAddN.With({{"n", int64_t{-2}}}), 2)); }},
-      {"FilterRegistered", [=] { ExpectRoundTrip(ints.Filter(kIsMultiple.With({{"of", int64_t{3}}}))); }},
-      {"TakeWhileRegistered", [=] { ExpectRoundTrip(ints.TakeWhile(kIsMultiple.With({{"of", int64_t{1}}}))); }},
+      {"ParseExampleBatched",
+       [] { ExpectRoundTrip(FromVector(Examples(6)).Batch(4).ParseExample(ExampleSpec())); }},
+      {"MapRegistered",
+       [=] {
+         ExpectRoundTrip(ints.Map(kAddN.With({{"n", 7}})));
+       }},  // an int literal is int64
+      {"MapParallelRegistered",
+       [=] {
+         ExpectRoundTrip(ints.Map(kAddN.With({{"n", int64_t{-2}}}), 2));
+       }},
+      {"FilterRegistered",
+       [=] {
+         ExpectRoundTrip(ints.Filter(kIsMultiple.With({{"of", int64_t{3}}})));
+       }},
+      {"TakeWhileRegistered",
+       [=] {
+         ExpectRoundTrip(ints.TakeWhile(kIsMultiple.With({{"of", int64_t{1}}})));
+       }},
       {"FlatMapRegistered", [] { ExpectRoundTrip(Range(5).FlatMap(kRangeTo)); }},
       {"InterleaveRegistered", [] { ExpectRoundTrip(Range(6).Interleave(kRangeTo, 3, 2)); }},
       {"InterleaveParallelRegistered", [] { ExpectRoundTrip(Range(6).Interleave(kRangeTo, 3, 1, 2, true)); }},
       {"ScanRegistered", [=] { ExpectRoundTrip(ints.Scan(int64_t{100}, graph_test::kRunningSum)); }},
       {"BucketBySequenceLengthRegistered",
-       [=] { ExpectRoundTrip(rows.BucketBySequenceLength(graph_test::kLength, {3}, {2, 2}, {{-1}}, {})); }},
-      {"RegisteredDataset", [] { ExpectRoundTrip(RegisteredDataset(kSquares.With({{"count", int64_t{9}}})).Skip(2)); }},
+       [=] {
+         ExpectRoundTrip(rows.BucketBySequenceLength(graph_test::kLength, {3}, {2, 2}, {{-1}}, {}));
+       }},
+      {"RegisteredDataset",
+       [] {
+         ExpectRoundTrip(RegisteredDataset(kSquares.With({{"count", int64_t{9}}})).Skip(2));
+       }},
   };
 }
 

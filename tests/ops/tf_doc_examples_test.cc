@@ -24,7 +24,7 @@ using Ints64 = std::vector<int64_t>;
 
 Tensor ScalarTensor(int64_t x) { return Tensor::Scalar<int64_t>(x); }
 
-std::vector<Ints64> Rows(const std::vector<Tensor>& batches) {
+std::vector<Ints64> BatchRows(const std::vector<Tensor>& batches) {
   std::vector<Ints64> out;
   for (const Tensor& t : batches) out.push_back(Ints(t));
   return out;
@@ -43,9 +43,9 @@ TEST(TfDocExamplesTest, Range) {
 
 TEST(TfDocExamplesTest, BatchAndDropRemainder) {
   std::vector<Tensor> batches = Values(Range(8).Map(ScalarTensor).Batch(3));
-  EXPECT_EQ(Rows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
+  EXPECT_EQ(BatchRows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
   batches = Values(Range(8).Map(ScalarTensor).Batch(3, /*drop_remainder=*/true));
-  EXPECT_EQ(Rows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(BatchRows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}}));
   EXPECT_EQ(Range(8).Batch(3).Cardinality(), 3);
   EXPECT_EQ(Range(8).Batch(3, true).Cardinality(), 2);
 }
@@ -103,24 +103,26 @@ TEST(TfDocExamplesTest, Unbatch) {
 TEST(TfDocExamplesTest, PaddedBatch) {
   Dataset<Tensor> sequences = Range(1, 5).Map(Fill);  // [1], [2 2], [3 3 3], [4 4 4 4]
   std::vector<Tensor> got = Values(sequences.PaddedBatch(2));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{1, 0, 2, 2}, {3, 3, 3, 0, 4, 4, 4, 4}}));
+  EXPECT_EQ(BatchRows(got), (std::vector<Ints64>{{1, 0, 2, 2}, {3, 3, 3, 0, 4, 4, 4, 4}}));
   EXPECT_EQ(got[0].shape(), Shape({2, 2}));
   EXPECT_EQ(got[1].shape(), Shape({2, 4}));
   got = Values(sequences.PaddedBatch(2, {ops::PaddedShape{5}}));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{1, 0, 0, 0, 0, 2, 2, 0, 0, 0}, {3, 3, 3, 0, 0, 4, 4, 4, 4, 0}}));
+  EXPECT_EQ(BatchRows(got),
+            (std::vector<Ints64>{{1, 0, 0, 0, 0, 2, 2, 0, 0, 0}, {3, 3, 3, 0, 0, 4, 4, 4, 4, 0}}));
   got = Values(sequences.PaddedBatch(2, {ops::PaddedShape{-1}}, {Tensor::Scalar<int64_t>(-1)}));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{1, -1, 2, 2}, {3, 3, 3, -1, 4, 4, 4, 4}}));
+  EXPECT_EQ(BatchRows(got), (std::vector<Ints64>{{1, -1, 2, 2}, {3, 3, 3, -1, 4, 4, 4, 4}}));
 }
 
 TEST(TfDocExamplesTest, Rebatch) {
   std::vector<Tensor> got = Values(Range(8).Map(ScalarTensor).Batch(4).Rebatch(2));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(BatchRows(got), (std::vector<Ints64>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
   got = Values(Range(16).Map(ScalarTensor).Batch(4).Rebatch(std::vector<int64_t>{2, 1, 1}));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{0, 1}, {2}, {3}, {4, 5}, {6}, {7}, {8, 9}, {10}, {11}, {12, 13},
-                                            {14}, {15}}));
+  EXPECT_EQ(
+      BatchRows(got),
+      (std::vector<Ints64>{{0, 1}, {2}, {3}, {4, 5}, {6}, {7}, {8, 9}, {10}, {11}, {12, 13}, {14}, {15}}));
   // rebatch(N) == unbatch().batch(N): rows cross input batch boundaries.
   got = Values(Range(7).Map(ScalarTensor).Batch(4).Rebatch(3));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6}}));
+  EXPECT_EQ(BatchRows(got), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6}}));
 }
 
 TEST(TfDocExamplesTest, BucketBySequenceLength) {
@@ -129,14 +131,14 @@ TEST(TfDocExamplesTest, BucketBySequenceLength) {
   Dataset<Tensor> sequences = FromVector(elements).Map([](const Ints64& v) { return Tensor::FromVector(v); });
   auto length = [](const Tensor& t) { return t.shape().dim(0); };
   std::vector<Tensor> got = Values(sequences.BucketBySequenceLength(length, {3, 5}, {2, 2, 2}));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{1, 2, 3, 4, 5, 6, 7, 0},
-                                            {7, 8, 9, 10, 11, 0, 13, 14, 15, 16, 19, 20},
-                                            {0, 0, 21, 22}}));
+  EXPECT_EQ(BatchRows(got),
+            (std::vector<Ints64>{
+                {1, 2, 3, 4, 5, 6, 7, 0}, {7, 8, 9, 10, 11, 0, 13, 14, 15, 16, 19, 20}, {0, 0, 21, 22}}));
   got = Values(sequences.BucketBySequenceLength(length, {7, 17}, {2, 2, 2}, {}, {Tensor::Scalar<int64_t>(-1)},
                                                 /*pad_to_bucket_boundary=*/true));
-  EXPECT_EQ(Rows(got), (std::vector<Ints64>{{0, -1, -1, -1, -1, -1, 1, 2, 3, 4, -1, -1},
-                                            {5, 6, 7, -1, -1, -1, 7, 8, 9, 10, 11, -1},
-                                            {13, 14, 15, 16, 19, 20, 21, 22, -1, -1, -1, -1}}));
+  EXPECT_EQ(BatchRows(got), (std::vector<Ints64>{{0, -1, -1, -1, -1, -1, 1, 2, 3, 4, -1, -1},
+                                                 {5, 6, 7, -1, -1, -1, 7, 8, 9, 10, 11, -1},
+                                                 {13, 14, 15, 16, 19, 20, 21, 22, -1, -1, -1, -1}}));
 }
 
 TEST(TfDocExamplesTest, ChooseFromDatasets) {

@@ -39,6 +39,7 @@
 #include "sluice/ops/file_sources.h"
 #include "sluice/ops/filter.h"
 #include "sluice/ops/from_generator.h"
+#include "sluice/ops/from_tensors.h"
 #include "sluice/ops/from_vector.h"
 #include "sluice/ops/function_registry.h"
 #include "sluice/ops/ignore_errors.h"
@@ -451,6 +452,25 @@ inline Dataset<std::string> TFRecord(std::vector<std::string> files, Compression
       std::move(files), ops::RecordFormat::kTFRecord, compression, ops::FixedLengthLayout{}, read_mode));
 }
 
+// TFRecord's keyword arguments, as tf.data.TFRecordDataset's.
+struct TFRecordOptions {
+  Compression compression = Compression::kNone;
+  // Bytes per read (the readers' block size); 0 = their default (1 MiB, two reads in flight).
+  int64_t buffer_size = 0;
+  // 0: one file after another. N > 0: N files read at once by a parallel Interleave, their records
+  // alternating one by one (tf.data's cycle_length = num_parallel_calls = N, block_length = 1);
+  // kAutotune: as many files as cores, the parallelism tuned.
+  int64_t num_parallel_reads = 0;
+  // Parallel reads only: unset = Options::deterministic; false lets a slow file's records come later.
+  std::optional<bool> deterministic = std::nullopt;
+  ReadMode read_mode = ReadMode::kAuto;
+};
+
+// TFRecord(files, {.compression = Compression::kGzip, .num_parallel_reads = 4}). With parallel reads the
+// graph is ListFiles(files, unshuffled) -> Interleave(kReadTFRecord), portable and sharded by FILE like
+// any ListFiles. Negative values make the dataset one InvalidArgument element.
+SLUICE_EXPORT Dataset<std::string> TFRecord(std::vector<std::string> files, const TFRecordOptions& options);
+
 // The lines of text files, without their line endings (tf.data.TextLineDataset). read_mode: see TFRecord.
 inline Dataset<std::string> TextLines(std::vector<std::string> files, Compression compression = Compression::kNone,
                                       ReadMode read_mode = ReadMode::kAuto) {
@@ -469,6 +489,19 @@ template <class T>
 Dataset<T> FromVector(std::vector<T> values) {
   return Dataset<T>(std::make_shared<ops::FromVectorNode<T>>(
       std::make_shared<const std::vector<T>>(std::move(values))));
+}
+
+// One element, `value` (tf.data.Dataset.from_tensors). See sluice/ops/from_tensors.h.
+template <class T>
+Dataset<T> FromTensors(T value) {
+  return Dataset<T>(std::make_shared<ops::FromTensorsNode<T>>(std::move(value)));
+}
+
+// The rows of a Tensor, a tuple or pair of Tensors, or a ParsedExample along dimension 0
+// (tf.data.Dataset.from_tensor_slices). See sluice/ops/from_tensors.h.
+template <class T>
+requires ops::IsTensorSliceable<T> Dataset<T> FromTensorSlices(T value) {
+  return Dataset<T>(ops::MakeFromTensorSlices(std::move(value)));
 }
 
 // The dataset a registered factory makes (sluice/ops/registered_dataset.h); handle is a

@@ -12,7 +12,8 @@
 //   goes to the readers' ReadOptions::mode (sluice/io/sequential_reader.h).
 // Params describe each node completely: files as a list of strings (any character survives, commas
 //   too), compression ("", "GZIP", "ZLIB"), read_mode ("auto", "read", "mmap"), FixedLengthRecords'
-//   record_bytes / header_bytes / footer_bytes; ListFiles' files, shuffle, and seed only when seeded.
+//   record_bytes / header_bytes / footer_bytes, buffer_size only when set; ListFiles' files, shuffle, and
+//   seed only when seeded.
 // FixedLengthRecords(files, record_bytes, header_bytes, footer_bytes, compression), as
 //   tf.data.FixedLengthRecordDataset: per file, skip header_bytes, then records of record_bytes each until
 //   footer_bytes remain (skipped); with compression these apply to the decompressed stream. Through io/'s
@@ -97,10 +98,15 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
                                            public FileListSource,
                                            public PositionedSource<std::string> {
  public:
+  // buffer_size: bytes per read (the readers' ReadOptions::block_size); 0 = their default.
   RecordFileNode(std::vector<std::string> files, RecordFormat format, Compression compression,
-                 FixedLengthLayout layout = {}, ReadMode read_mode = ReadMode::kAuto)
-      : files_(std::move(files)), format_(format), compression_(compression), layout_(layout),
-        read_mode_(read_mode) {}
+                 FixedLengthLayout layout = {}, ReadMode read_mode = ReadMode::kAuto, int64_t buffer_size = 0)
+      : files_(std::move(files)),
+        format_(format),
+        compression_(compression),
+        layout_(layout),
+        read_mode_(read_mode),
+        buffer_size_(buffer_size) {}
   std::string_view op_name() const override {
     constexpr std::string_view kNames[] = {"TFRecord", "TextLines", "FixedLengthRecords"};
     return kNames[static_cast<int>(format_)];
@@ -119,6 +125,7 @@ class SLUICE_EXPORT RecordFileNode final : public Node<std::string>,
   Compression compression_;
   FixedLengthLayout layout_;
   ReadMode read_mode_;
+  int64_t buffer_size_;
 };
 
 // tf.data.Dataset.list_files over already matched, sorted `files` (see dataset.h ListFiles).

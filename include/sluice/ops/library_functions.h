@@ -9,8 +9,9 @@
 //
 // Contract:
 // - kReadTFRecord (path -> its records): argument `compression` ("auto" by default: ".gz" is GZIP,
-//   ".zlib" ZLIB, anything else uncompressed; or "", "NONE", "GZIP", "ZLIB") and `read_mode` ("auto",
-//   "read", "mmap"). For Interleave over ListFiles, as tf.data's TFRecordDataset over a file list.
+//   ".zlib" ZLIB, anything else uncompressed; or "", "NONE", "GZIP", "ZLIB"), `read_mode` ("auto",
+//   "read", "mmap") and `buffer_size` (bytes per read, 0 = the default). For Interleave over ListFiles, as
+//   tf.data's TFRecordDataset over a file list; TFRecord(files, {.num_parallel_reads = N}) builds that.
 // - kDecodeRaw (bytes -> 1-D tensor), tf.io.decode_raw: `dtype` (a DTypeName, or "float32"/"float64"/
 //   "float16"; not string), `little_endian` (default true), optional `shape` (a list of ints; -1 once for
 //   "the rest"). A byte count that is not a multiple of the element size, or does not fit the shape, is

@@ -262,6 +262,35 @@ void RegisterGenericOps() {
         return Erase(FromVector<T>(std::move(values)));
       });
     }
+    if constexpr (HasElementCodec<T>) {
+      // The value param of FromTensors and FromTensorSlices: one encoded element, nothing after it.
+      auto decode_value = [](const OpBuildInput& in) -> absl::StatusOr<T> {
+        SLUICE_REGISTRATION_ASSIGN_(encoded, in.Get<EncodedParam>("value"));
+        std::string_view bytes = encoded.bytes;
+        T value{};
+        if (absl::Status s = ElementCodec<T>::Decode(&bytes, &value); !s.ok()) {
+          return in.Error(absl::StrCat("value: ", s.message()));
+        }
+        if (!bytes.empty()) return in.Error(absl::StrCat("value: ", bytes.size(), " bytes after it"));
+        return value;
+      };
+      RegisterOpBuilder("FromTensors", name, "", [decode_value](const OpBuildInput& in) -> Built {
+        SLUICE_REGISTRATION_ASSIGN_(value, decode_value(in));
+        return Erase(FromTensors<T>(std::move(value)));
+      });
+      if constexpr (ops::IsTensorSliceable<T>) {
+        RegisterOpBuilder("FromTensorSlices", name, "", [decode_value](const OpBuildInput& in) -> Built {
+          SLUICE_REGISTRATION_ASSIGN_(size, in.Get<int64_t>("size"));
+          SLUICE_REGISTRATION_ASSIGN_(value, decode_value(in));
+          Dataset<T> slices = FromTensorSlices<T>(std::move(value));
+          if (slices.node()->cardinality() != size) {
+            return in.Error(
+                absl::StrCat("its value has ", slices.node()->cardinality(), " rows, its size says ", size));
+          }
+          return Erase(std::move(slices));
+        });
+      }
+    }
     if constexpr (IsZipResult<T>::value) {
       using First = std::tuple_element_t<0, T>;
       RegisterOpBuilder("Zip", name, ElementTypeName<First>(), &IsZipResult<T>::Build);

@@ -106,6 +106,18 @@ TEST(ServiceDistributedEpochTest, FromVectorChunksCoverEveryValueOnce) {
   EXPECT_EQ(got.values, values);
 }
 
+TEST(ServiceDistributedEpochTest, FromTensorSlicesChunksCoverEveryRowOnce) {
+  const std::vector<int64_t> values = Iota(300);
+  Cluster cluster = Cluster::Start(2);
+  testing::Drained<int64_t> got = Drain(FromTensorSlices(Tensor::FromVector<int64_t>(values))
+                                            .Distribute(cluster.Options(ProcessingMode::kDistributedEpoch))
+                                            .Map([](Tensor row) { return row.data<int64_t>()[0]; }));
+  EXPECT_TRUE(got.ended);
+  EXPECT_TRUE(got.errors.empty()) << got.errors.front();
+  std::sort(got.values.begin(), got.values.end());
+  EXPECT_EQ(got.values, values);
+}
+
 TEST(ServiceDistributedEpochTest, SeveralSplittableSourcesAreRefusedNamingThem) {
   Cluster cluster = Cluster::Start(1);
   testing::Drained<int64_t> got =
