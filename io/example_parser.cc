@@ -687,12 +687,15 @@ namespace {
 
 // ParseExample on a validated spec and its key table.
 absl::StatusOr<ParsedExample> ParseWith(std::string_view serialized, const ParseSpec& spec,
-                                        const KeyTable& keys, std::string_view record_name) {
+                                        const KeyTable& keys,
+                                        const std::shared_ptr<const FeatureNames>& names,
+                                        std::string_view record_name) {
   Slots slots(keys.size());
   if (absl::Status s = CollectExample(serialized, keys, slots, record_name); !s.ok()) return s;
 
   const char* origin = serialized.data();
   ParsedExample out;
+  out.names = names;
   out.fixed.reserve(spec.fixed.size());
   for (size_t i = 0; i < spec.fixed.size(); ++i) {
     const FixedLenFeature& f = spec.fixed[i];
@@ -715,6 +718,7 @@ absl::StatusOr<ParsedExample> ParseWith(std::string_view serialized, const Parse
 // ParseExampleBatch on a validated spec and its key table.
 absl::StatusOr<ParsedExample> ParseBatchWith(std::span<const std::string_view> serialized,
                                              const ParseSpec& spec, const KeyTable& keys,
+                                             const std::shared_ptr<const FeatureNames>& feature_names,
                                              std::span<const std::string> names) {
   if (!names.empty() && names.size() != serialized.size()) {
     return absl::InvalidArgumentError(absl::StrCat("ParseExampleBatch: ", names.size(), " names for ",
@@ -724,6 +728,7 @@ absl::StatusOr<ParsedExample> ParseBatchWith(std::span<const std::string_view> s
   Slots slots(keys.size());
 
   ParsedExample out;
+  out.names = feature_names;
   out.fixed.reserve(spec.fixed.size());
   std::vector<size_t> row_bytes(spec.fixed.size());
   for (size_t i = 0; i < spec.fixed.size(); ++i) {
@@ -753,7 +758,7 @@ absl::StatusOr<ParsedExample> ParseBatchWith(std::span<const std::string_view> s
     if (!s.ok()) {
       // Re-run the failing record with its name so the message says which record it was.
       const std::string name = BatchRecordName(names, r);
-      absl::StatusOr<ParsedExample> named = ParseWith(record, spec, keys, name);
+      absl::StatusOr<ParsedExample> named = ParseWith(record, spec, keys, feature_names, name);
       if (!named.ok()) return named.status();
       return s;  // not expected: the single-record parse agreed the record is fine
     }
@@ -768,9 +773,11 @@ absl::StatusOr<ParsedExample> ParseBatchWith(std::span<const std::string_view> s
 // The spec and its sorted keys, built once. The table views the spec's key strings, so the two live
 // together and never move.
 struct ExampleParser::Compiled {
-  explicit Compiled(ParseSpec s) : spec(std::move(s)), keys(spec.fixed, spec.var) {}
+  explicit Compiled(ParseSpec s)
+      : spec(std::move(s)), keys(spec.fixed, spec.var), names(FeatureNamesOf(spec)) {}
   const ParseSpec spec;
   const KeyTable keys;
+  const std::shared_ptr<const FeatureNames> names;
 };
 
 absl::StatusOr<ExampleParser> ExampleParser::Create(ParseSpec spec) {
@@ -784,12 +791,12 @@ const ParseSpec& ExampleParser::spec() const { return compiled_->spec; }
 
 absl::StatusOr<ParsedExample> ExampleParser::Parse(std::string_view serialized,
                                                    std::string_view record_name) const {
-  return ParseWith(serialized, compiled_->spec, compiled_->keys, record_name);
+  return ParseWith(serialized, compiled_->spec, compiled_->keys, compiled_->names, record_name);
 }
 
 absl::StatusOr<ParsedExample> ExampleParser::ParseBatch(std::span<const std::string_view> serialized,
                                                         std::span<const std::string> names) const {
-  return ParseBatchWith(serialized, compiled_->spec, compiled_->keys, names);
+  return ParseBatchWith(serialized, compiled_->spec, compiled_->keys, compiled_->names, names);
 }
 
 absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
@@ -797,7 +804,7 @@ absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const Pa
   if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
   KeyTable keys(spec.fixed, spec.var);
   if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
-  return ParseWith(serialized, spec, keys, record_name);
+  return ParseWith(serialized, spec, keys, FeatureNamesOf(spec), record_name);
 }
 
 absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view> serialized,
@@ -805,7 +812,7 @@ absl::StatusOr<ParsedExample> ParseExampleBatch(std::span<const std::string_view
   if (absl::Status s = CheckFeatures(spec); !s.ok()) return s;
   KeyTable keys(spec.fixed, spec.var);
   if (absl::Status s = keys.CheckUnique(); !s.ok()) return s;
-  return ParseBatchWith(serialized, spec, keys, names);
+  return ParseBatchWith(serialized, spec, keys, FeatureNamesOf(spec), names);
 }
 
 absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view serialized,
@@ -912,6 +919,8 @@ absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view seri
     }
     out.sequence.var.push_back(acc.Finish());
   }
+  out.context.names = FeatureNamesOf(context_spec);
+  out.sequence.names = FeatureNamesOf(sequence_spec);
   return out;
 }
 

@@ -2,11 +2,13 @@
 #include "sluice/ops/batching.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace sluice::detail {
 namespace {
@@ -105,18 +107,42 @@ absl::StatusOr<Tensor> ConcatTensors(std::span<const Tensor> batches, size_t com
   return out;
 }
 
+namespace {
+
+// Examples parsed with different specs (named differently) do not batch together; unnamed ones (built by
+// hand) take the others' names.
+bool SameNames(const ParsedExample& a, const ParsedExample& b) {
+  return a.names == b.names || a.names == nullptr || b.names == nullptr || *a.names == *b.names;
+}
+
+std::shared_ptr<const FeatureNames> FirstNames(std::span<const ParsedExample> examples) {
+  for (const ParsedExample& e : examples) {
+    if (e.names != nullptr) return e.names;
+  }
+  return nullptr;
+}
+
+std::string NamesText(const ParsedExample& e) {
+  if (e.names == nullptr) return "";
+  return absl::StrCat(" (", absl::StrJoin(e.names->fixed, ","), "; ", absl::StrJoin(e.names->var, ","), ")");
+}
+
+}  // namespace
+
 absl::StatusOr<ParsedExample> StackParsedExamples(std::span<const ParsedExample> elements) {
   if (elements.empty()) return absl::InvalidArgumentError("Cannot batch an empty list of parsed examples");
   const ParsedExample& first = elements[0];
   for (size_t i = 1; i < elements.size(); ++i) {
-    if (elements[i].fixed.size() != first.fixed.size() || elements[i].var.size() != first.var.size()) {
+    if (elements[i].fixed.size() != first.fixed.size() || elements[i].var.size() != first.var.size() ||
+        !SameNames(elements[i], first)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Cannot batch parsed examples of different specs. First element had ", first.fixed.size(), " fixed and ",
-          first.var.size(), " var-len features and element ", i, " had ", elements[i].fixed.size(), " and ",
-          elements[i].var.size(), "."));
+          "Cannot batch parsed examples of different specs. First element had ", first.fixed.size(),
+          " fixed and ", first.var.size(), " var-len features", NamesText(first), " and element ", i, " had ",
+          elements[i].fixed.size(), " and ", elements[i].var.size(), NamesText(elements[i]), "."));
     }
   }
   ParsedExample out;
+  out.names = FirstNames(elements);
   std::vector<Tensor> parts(elements.size());
   for (size_t f = 0; f < first.fixed.size(); ++f) {
     for (size_t i = 0; i < elements.size(); ++i) parts[i] = elements[i].fixed[f];
@@ -147,14 +173,16 @@ absl::StatusOr<ParsedExample> ConcatParsedExamples(std::span<const ParsedExample
   }
   const ParsedExample& first = batches[0];
   for (size_t i = 1; i < batches.size(); ++i) {
-    if (batches[i].fixed.size() != first.fixed.size() || batches[i].var.size() != first.var.size()) {
+    if (batches[i].fixed.size() != first.fixed.size() || batches[i].var.size() != first.var.size() ||
+        !SameNames(batches[i], first)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Cannot concatenate parsed examples of different specs. First batch had ", first.fixed.size(),
-          " fixed and ", first.var.size(), " var-len features and batch ", i, " had ", batches[i].fixed.size(),
-          " and ", batches[i].var.size(), "."));
+          " fixed and ", first.var.size(), " var-len features", NamesText(first), " and batch ", i, " had ",
+          batches[i].fixed.size(), " and ", batches[i].var.size(), NamesText(batches[i]), "."));
     }
   }
   ParsedExample out;
+  out.names = FirstNames(batches);
   std::vector<Tensor> parts(batches.size());
   for (size_t f = 0; f < first.fixed.size(); ++f) {
     for (size_t i = 0; i < batches.size(); ++i) parts[i] = batches[i].fixed[f];
@@ -224,6 +252,7 @@ absl::StatusOr<ParsedExample> SliceParsedExample(const ParsedExample& batch, int
   absl::Status valid = ValidateParsedExampleBatch(batch);
   if (!valid.ok()) return valid;
   ParsedExample out;
+  out.names = batch.names;
   out.fixed.reserve(batch.fixed.size());
   for (const Tensor& t : batch.fixed) {
     absl::StatusOr<Tensor> part = t.Slice(start, limit);

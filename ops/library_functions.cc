@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/file_sources.h"
@@ -214,12 +215,41 @@ absl::StatusOr<std::function<absl::StatusOr<Tensor>(std::string)>> DecodeRawFact
 struct ExampleToPair {
   int64_t first = 0;
   int64_t second = 1;
+  // Set when the argument names a feature instead of giving its index.
+  std::string first_name;
+  std::string second_name;
   std::optional<DecodeRawOptions> decode_raw;
   std::optional<DType> cast;
   double scale = 1.0;
   double offset = 0.0;
 
+  // The index of fixed feature `name` in `example`'s names.
+  static absl::StatusOr<int64_t> IndexOf(const ParsedExample& example, const std::string& name) {
+    if (example.names == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("example_to_pair: asked for feature '", name, "', the Example has no feature names"));
+    }
+    const std::vector<std::string>& keys = example.names->fixed;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == name) return static_cast<int64_t>(i);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("example_to_pair: no fixed feature '", name,
+                                                   "'; the Example's are ", absl::StrJoin(keys, ", ")));
+  }
+
   absl::StatusOr<std::pair<Tensor, Tensor>> operator()(ParsedExample example) const {
+    int64_t first = this->first;
+    int64_t second = this->second;
+    if (!first_name.empty()) {
+      absl::StatusOr<int64_t> index = IndexOf(example, first_name);
+      if (!index.ok()) return index.status();
+      first = *index;
+    }
+    if (!second_name.empty()) {
+      absl::StatusOr<int64_t> index = IndexOf(example, second_name);
+      if (!index.ok()) return index.status();
+      second = *index;
+    }
     const int64_t fixed = static_cast<int64_t>(example.fixed.size());
     if (first >= fixed || second >= fixed) {
       return absl::InvalidArgumentError(absl::StrCat("example_to_pair: the Example has ", fixed,
@@ -252,8 +282,17 @@ struct ExampleToPair {
 absl::StatusOr<std::function<absl::StatusOr<std::pair<Tensor, Tensor>>(ParsedExample)>> ExampleToPairFactory(
     const FunctionArgs& args) {
   ExampleToPair f;
-  absl::StatusOr<int64_t> first = args.GetOr<int64_t>("first", 0);
-  absl::StatusOr<int64_t> second = args.GetOr<int64_t>("second", 1);
+  // A feature may be named instead of indexed: {"first", std::string("image")}.
+  if (absl::StatusOr<std::string> name = args.Get<std::string>("first"); name.ok()) {
+    if (name->empty()) return absl::InvalidArgumentError("example_to_pair: an empty feature name");
+    f.first_name = *name;
+  }
+  if (absl::StatusOr<std::string> name = args.Get<std::string>("second"); name.ok()) {
+    if (name->empty()) return absl::InvalidArgumentError("example_to_pair: an empty feature name");
+    f.second_name = *name;
+  }
+  absl::StatusOr<int64_t> first = f.first_name.empty() ? args.GetOr<int64_t>("first", 0) : int64_t{0};
+  absl::StatusOr<int64_t> second = f.second_name.empty() ? args.GetOr<int64_t>("second", 1) : int64_t{1};
   if (!first.ok()) return first.status();
   if (!second.ok()) return second.status();
   if (*first < 0 || *second < 0) {

@@ -92,11 +92,35 @@ struct VarLenValues {
   Tensor row_lengths;  // rank 1, int64; one entry per row (per record, or per sequence step)
 };
 
-// Results in spec order: fixed[i] answers spec.fixed[i], var[i] answers spec.var[i].
-struct ParsedExample {
+// The feature keys of a spec, in spec order: one table shared by every ParsedExample parsed with it.
+struct FeatureNames {
+  std::vector<std::string> fixed;
+  std::vector<std::string> var;
+  friend bool operator==(const FeatureNames&, const FeatureNames&) = default;
+};
+
+// Results in spec order: fixed[i] answers spec.fixed[i], var[i] answers spec.var[i]. The parsers also set
+// `names`, so that features read by key as tf.data's dict of features: example["image"]. Batch, Unbatch,
+// Rebatch, the element codec and checkpoints keep the names; a ParsedExample built by hand has none
+// unless it is given a table.
+struct SLUICE_EXPORT ParsedExample {
   std::vector<Tensor> fixed;
   std::vector<VarLenValues> var;
+  std::shared_ptr<const FeatureNames> names;
+
+  // The fixed (var-len) feature named `key`, or nullptr when there is none (or no names).
+  const Tensor* FindFixed(std::string_view key) const;
+  Tensor* FindFixed(std::string_view key);
+  const VarLenValues* FindVar(std::string_view key) const;
+  // The fixed feature named `key`. A key the spec does not have is a bug in the program, as a wrong type
+  // in Tensor::data<T>(): it aborts with a message listing the keys there are. FindFixed does not.
+  const Tensor& operator[](std::string_view key) const;
+  // The var-len feature named `key`; aborts as operator[].
+  const VarLenValues& var_len(std::string_view key) const;
 };
+
+// The names table of `spec`.
+SLUICE_EXPORT std::shared_ptr<const FeatureNames> FeatureNamesOf(const ParseSpec& spec);
 
 // One record. Fixed tensors have the spec shape; var row_lengths has shape [1].
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParseExample(std::string_view serialized, const ParseSpec& spec,
@@ -150,6 +174,9 @@ struct ParsedSequenceExample {
   ParsedExample context;   // answers context_spec (same layout as ParseExample)
   ParsedExample sequence;  // answers sequence_spec: fixed[i] is [num_steps, *shape]
 };
+
+// The names tables of a sequence spec (its context's is FeatureNamesOf(context_spec)).
+SLUICE_EXPORT std::shared_ptr<const FeatureNames> FeatureNamesOf(const SequenceParseSpec& spec);
 
 // tf.io.parse_single_sequence_example. Errors as ParseExample, naming the feature list and step.
 SLUICE_EXPORT absl::StatusOr<ParsedSequenceExample> ParseSequenceExample(std::string_view serialized,

@@ -197,6 +197,9 @@ class BatchNode final : public Node<Batched<T>> {
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
   std::string_view op_name() const override { return "Batch"; }
+  DatasetSpec element_spec() const override {
+    return BatchedSpec(input_->element_spec(), drop_remainder_ ? batch_size_ : -1);
+  }
   // A parallel Batch marks when it keeps order: its results come out in batch order, each with the mark
   // of the grouping right after its group was formed.
   bool keeps_compact_state(const Options& options) const override {

@@ -172,6 +172,7 @@ class CacheNode final : public Node<T>, public std::enable_shared_from_this<Cach
 
   CacheNode(NodePtr<T> input, std::string filename) : input_(std::move(input)), filename_(std::move(filename)) {}
   std::string_view op_name() const override { return "Cache"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   std::vector<Param> params() const override { return {{"filename", filename_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return input_->cardinality(); }

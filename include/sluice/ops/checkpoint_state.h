@@ -45,8 +45,10 @@ struct Options;
 
 // Bumped whenever the layout of the state or of any op's section changes incompatibly.
 // 2: Shard saves a call left pending. 3: Repeat saves the pass counters below it; compact Shuffle.
-// 4: Concatenate saves the pass counters below its second input.
-inline constexpr uint64_t kCheckpointFormatVersion = 4;
+// 4: Concatenate saves the pass counters below its second input. 5: compact Prefetch, ParallelMap and
+// Shuffle save the elements after their mark (marks every kMarkInterval elements); ParsedExample elements
+// carry their feature names.
+inline constexpr uint64_t kCheckpointFormatVersion = 5;
 
 class SLUICE_EXPORT CheckpointWriter {
  public:

@@ -21,6 +21,9 @@ class ConcatenateNode final : public Node<T> {
  public:
   ConcatenateNode(NodePtr<T> first, NodePtr<T> second) : first_(std::move(first)), second_(std::move(second)) {}
   std::string_view op_name() const override { return "Concatenate"; }
+  DatasetSpec element_spec() const override {
+    return MergedSpec(first_->element_spec(), second_->element_spec());
+  }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {first_, second_}; }

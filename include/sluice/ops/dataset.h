@@ -64,6 +64,7 @@
 #include "sluice/ops/take_skip.h"
 #include "sluice/ops/take_while.h"
 #include "sluice/ops/unbatch.h"
+#include "sluice/ops/window.h"
 #include "sluice/ops/zip.h"
 
 namespace sluice {
@@ -93,6 +94,9 @@ class Dataset {
 
   const NodePtr<T>& node() const { return node_; }
   int64_t Cardinality() const { return node_->cardinality(); }
+  // The dtype and static shape of each component of the elements (tf.data's element_spec), from the
+  // graph alone; see ops/element_spec.h.
+  DatasetSpec element_spec() const { return node_->element_spec(); }
   std::string DebugString() const { return sluice::DebugString(*node_); }
 
   // With Options::compact_checkpoints on a pipeline that cannot keep a compact state, the iterator's one
@@ -320,6 +324,25 @@ class Dataset {
     requires ops::IsUnbatchable<T>
   {
     return Dataset<ops::Unbatched<T>>(std::make_shared<ops::UnbatchNode<T>>(node_));
+  }
+
+  // Datasets of `size` elements, window k starting at input element k * shift (default: size), taking
+  // every stride-th element; see ops/window.h. Invalid arguments make the one InvalidArgument element.
+  Dataset<Dataset<T>> Window(int64_t size, std::optional<int64_t> shift = std::nullopt, int64_t stride = 1,
+                             bool drop_remainder = false) const {
+    const int64_t window_shift = shift.value_or(size);
+    const char* problem = size <= 0                           ? "Window size must be greater than zero."
+                          : window_shift <= 0                 ? "Window shift must be greater than zero."
+                          : stride <= 0                       ? "Window stride must be greater than zero."
+                          : ops::WindowSpan(size, stride) < 0 ? "Window target buffer size overflow."
+                                                              : nullptr;
+    if (problem != nullptr) {
+      return Dataset<Dataset<T>>(ops::MakeErrorSource<Dataset<T>>(
+          "Window", absl::InvalidArgumentError(absl::StrCat(
+                        problem, " (size=", size, ", shift=", window_shift, ", stride=", stride, ")"))));
+    }
+    return Dataset<Dataset<T>>(
+        std::make_shared<ops::WindowNode<T>>(node_, size, window_shift, stride, drop_remainder));
   }
 
   // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.

@@ -11,10 +11,10 @@
 // - Supported: arithmetic types other than long double (fixed width, little-endian; bool is one byte
 //   that must be 0 or 1), Half, std::string, Tensor (dtype, shape, then the elements; string tensors
 //   element by element), ParsedExample (its fixed tensors, then each var feature's values and row
-//   lengths), absl::Status (code, message and payloads), absl::StatusOr<U> (errors are elements, so
-//   they cross the wire and are saved like values), std::vector<U>, std::pair<A, B>, std::tuple<...> and
-//   std::optional<U> of supported types. Add a type by specialising ElementCodec for it (in namespace
-//   sluice) with the same two static members.
+//   lengths, then its feature names when it has them), absl::Status (code, message and payloads),
+//   absl::StatusOr<U> (errors are elements, so they cross the wire and are saved like values),
+//   std::vector<U>, std::pair<A, B>, std::tuple<...> and std::optional<U> of supported types. Add a type by
+//   specialising ElementCodec for it (in namespace sluice) with the same two static members.
 // - HasElementCodec<T> is true when ElementCodec<T> exists for T (and, for containers, for everything
 //   inside); code that needs serialisation (the file Cache) requires it with a static_assert.
 // - EncodeElement / DecodeElement wrap one whole value: DecodeElement rejects trailing bytes.
@@ -390,8 +390,9 @@ struct ElementCodec<Tensor> {
 };
 
 // ParsedExample: the fixed tensors, then per var feature its values and row lengths, as vectors of
-// tensors. The layout ParseExample guarantees (rank-1 values, int64 row lengths) is not checked: the
-// codec carries any value faithfully, and decoding stays bounded by the input either way.
+// tensors; then 0, or 1 and the fixed and var-len feature names as vectors of strings. The layout
+// ParseExample guarantees (rank-1 values, int64 row lengths) is not checked: the codec carries any value
+// faithfully, and decoding stays bounded by the input either way.
 template <>
 struct ElementCodec<VarLenValues> {
   static void Encode(const VarLenValues& value, std::string* out) {
@@ -409,10 +410,30 @@ struct ElementCodec<ParsedExample> {
   static void Encode(const ParsedExample& value, std::string* out) {
     ElementCodec<std::vector<Tensor>>::Encode(value.fixed, out);
     ElementCodec<std::vector<VarLenValues>>::Encode(value.var, out);
+    codec_detail::PutVarint(value.names != nullptr ? 1 : 0, out);
+    if (value.names != nullptr) {
+      ElementCodec<std::vector<std::string>>::Encode(value.names->fixed, out);
+      ElementCodec<std::vector<std::string>>::Encode(value.names->var, out);
+    }
   }
   static absl::Status Decode(std::string_view* in, ParsedExample* value) {
     if (absl::Status s = ElementCodec<std::vector<Tensor>>::Decode(in, &value->fixed); !s.ok()) return s;
-    return ElementCodec<std::vector<VarLenValues>>::Decode(in, &value->var);
+    if (absl::Status s = ElementCodec<std::vector<VarLenValues>>::Decode(in, &value->var); !s.ok()) return s;
+    uint64_t has_names = 0;
+    if (!codec_detail::GetVarint(in, &has_names))
+      return codec_detail::Truncated("a parsed example's names flag");
+    if (has_names > 1)
+      return absl::DataLossError("ElementCodec: a parsed example's names flag is not 0 or 1");
+    value->names = nullptr;
+    if (has_names == 0) return absl::OkStatus();
+    FeatureNames names;
+    if (absl::Status s = ElementCodec<std::vector<std::string>>::Decode(in, &names.fixed); !s.ok()) return s;
+    if (absl::Status s = ElementCodec<std::vector<std::string>>::Decode(in, &names.var); !s.ok()) return s;
+    // Elements of one stream share a spec: the table decoded last on this thread is reused when equal.
+    thread_local std::shared_ptr<const FeatureNames> last;
+    if (last == nullptr || *last != names) last = std::make_shared<const FeatureNames>(std::move(names));
+    value->names = last;
+    return absl::OkStatus();
   }
 };
 
@@ -519,8 +540,8 @@ absl::Status DecodeElement(std::string_view bytes, T* value) {
 // - Another element type: FailedPrecondition "element stream holds vector<int64>, reader expects Tensor".
 //   Unnamed types ("") match only each other; a stream of them is as unchecked as before the header.
 
-// Bumped whenever the encoding of any element type changes.
-inline constexpr uint64_t kElementFormatVersion = 1;
+// Bumped whenever the encoding of any element type changes. 2: ParsedExample carries its feature names.
+inline constexpr uint64_t kElementFormatVersion = 2;
 
 inline void EncodeElementStreamHeader(std::string_view type_name, std::string* out) {
   out->append("SLEL", 4);

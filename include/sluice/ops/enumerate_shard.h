@@ -23,6 +23,9 @@ class EnumerateNode final : public Node<std::pair<int64_t, T>> {
   using Pair = std::pair<int64_t, T>;
   EnumerateNode(NodePtr<T> input, int64_t start) : input_(std::move(input)), start_(start) {}
   std::string_view op_name() const override { return "Enumerate"; }
+  DatasetSpec element_spec() const override {
+    return element_spec_detail::Join({StaticElementSpec<int64_t>(), input_->element_spec()});
+  }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"start", start_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
@@ -82,6 +85,7 @@ class ShardNode final : public Node<T> {
   ShardNode(NodePtr<T> input, int64_t num_shards, int64_t index)
       : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
   std::string_view op_name() const override { return "Shard"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"num_shards", num_shards_}, {"index", index_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

@@ -21,6 +21,7 @@ class FilterNode final : public Node<T> {
   FilterNode(NodePtr<T> input, P predicate, FunctionParam function)
       : input_(std::move(input)), predicate_(std::move(predicate)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "Filter"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return true; }
   bool saves_function_state() const override { return true; }
   std::vector<Param> params() const override { return {{"predicate", function_}}; }

@@ -124,6 +124,7 @@ class FromTensorsNode final : public Node<T>, public PositionedSource<T> {
       : value_(std::make_shared<const detail_from_tensors::OneValue<T>>(
             detail_from_tensors::OneValue<T>{std::move(value)})) {}
   std::string_view op_name() const override { return "FromTensors"; }
+  DatasetSpec element_spec() const override { return SpecOf(value_->value); }
   std::vector<Param> params() const override {
     std::vector<Param> p;
     detail_from_tensors::AppendValueParam(value_->value, &p);
@@ -151,6 +152,7 @@ class FromTensorSlicesNode final : public Node<T>, public PositionedSource<T> {
   explicit FromTensorSlicesNode(detail_from_tensors::Slices<T> slices)
       : slices_(std::make_shared<const detail_from_tensors::Slices<T>>(std::move(slices))) {}
   std::string_view op_name() const override { return "FromTensorSlices"; }
+  DatasetSpec element_spec() const override { return UnbatchedSpec(SpecOf(slices_->cursor.batch)); }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"size", slices_->rows}};
     detail_from_tensors::AppendValueParam(slices_->cursor.batch, &p);

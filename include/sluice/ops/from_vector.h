@@ -24,6 +24,7 @@ class FromVectorNode final : public Node<T>, public PositionedSource<T> {
  public:
   explicit FromVectorNode(std::shared_ptr<const std::vector<T>> values) : values_(std::move(values)) {}
   std::string_view op_name() const override { return "FromVector"; }
+  DatasetSpec element_spec() const override { return MergedSpecOfValues(*values_); }
   // With a codec the values themselves are a param (each element encoded in turn), so the definition
   // crosses a process boundary; without one it cannot.
   std::vector<Param> params() const override {

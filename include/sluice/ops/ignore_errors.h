@@ -52,6 +52,7 @@ class IgnoreErrorsNode final : public Node<T> {
   IgnoreErrorsNode(NodePtr<T> input, bool log_warning, std::shared_ptr<ErrorCounter> counter)
       : input_(std::move(input)), log_warning_(log_warning), counter_(std::move(counter)) {}
   std::string_view op_name() const override { return "IgnoreErrors"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   std::vector<Param> params() const override { return {{"log_warning", log_warning_}}; }
   std::string not_portable_reason() const override {
     return counter_ ? "it counts into an ErrorCounter, an object of this process" : "";

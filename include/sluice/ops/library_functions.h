@@ -17,10 +17,10 @@
 //   "the rest"). A byte count that is not a multiple of the element size, or does not fit the shape, is
 //   InvalidArgument naming both.
 // - kExampleToPair (parsed Example -> (first, second) tensors): the fixed features at indices `first`
-//   (default 0) and `second` (default 1) of the ParseSpec. `decode_raw` (a dtype) decodes a scalar string
-//   `first` as kDecodeRaw does; `cast` converts `first` to another numeric dtype, then `scale` and `offset`
-//   (defaults 1 and 0; needs a floating dtype) give first * scale + offset. Bad indices or arguments are
-//   InvalidArgument when the op is defined; bad records are the element's error.
+//   (default 0) and `second` (default 1) of the ParseSpec, or named by them (strings: "image"). `decode_raw`
+//   (a dtype) decodes a scalar string `first` as kDecodeRaw does; `cast` converts `first` to another numeric
+//   dtype, then `scale` and `offset` (defaults 1 and 0; needs a floating dtype) give first * scale + offset.
+//   Bad indices or arguments are InvalidArgument when the op is defined; bad records are the element's error.
 // - Names starting "sluice." are the library's; a user registration of one aborts at startup.
 #ifndef SLUICE_OPS_LIBRARY_FUNCTIONS_H_
 #define SLUICE_OPS_LIBRARY_FUNCTIONS_H_

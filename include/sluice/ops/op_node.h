@@ -22,6 +22,7 @@
 #include "sluice/engine/async_scope.h"
 #include "sluice/export.h"
 #include "sluice/ops/checkpoint_state.h"
+#include "sluice/ops/element_spec.h"
 #include "sluice/ops/element_type.h"
 #include "sluice/ops/iterator_state.h"
 #include "sluice/ops/node_path.h"
@@ -120,6 +121,8 @@ class SLUICE_EXPORT OpNode {
   // ElementTypeName of the elements (sluice/ops/element_type.h); "" when they cannot cross a process
   // boundary, and then neither can a pipeline containing this node.
   virtual std::string element_type_name() const = 0;
+  // The dtypes and static shapes of the elements, from the graph (sluice/ops/element_spec.h).
+  virtual DatasetSpec element_spec() const = 0;
   // Bumped when an op's params or semantics change incompatibly; the graph format records it.
   virtual int64_t op_version() const { return 1; }
   // Why this node cannot cross a process boundary although its params look complete (it holds a pointer
@@ -173,6 +176,8 @@ class Node : public OpNode {
  public:
   using element_type = T;
   std::string element_type_name() const override { return ElementTypeName<T>(); }
+  // What the type says; ops that know more (sources of values, Batch, ParseExample, ...) refine it.
+  DatasetSpec element_spec() const override { return StaticElementSpec<T>(); }
   // Sources with positions mark them (Stream::Mark's default).
   bool keeps_compact_state(const Options&) const override {
     return dynamic_cast<const PositionedSource<T>*>(this) != nullptr;
@@ -194,6 +199,15 @@ class Node : public OpNode {
 
 template <class T>
 using NodePtr = std::shared_ptr<const Node<T>>;
+
+// What all of `inputs` agree on (MergedSpec).
+template <class T>
+DatasetSpec MergedSpecOf(const std::vector<NodePtr<T>>& inputs) {
+  if (inputs.empty()) return StaticElementSpec<T>();
+  DatasetSpec spec = inputs[0]->element_spec();
+  for (size_t i = 1; i < inputs.size(); ++i) spec = MergedSpec(spec, inputs[i]->element_spec());
+  return spec;
+}
 
 // The nodes at and below `node` whose streams begin passes (OpNode::begins_passes), in graph order. An op
 // that makes an input's stream later than it is marked (Repeat's next epoch, Concatenate's second input)

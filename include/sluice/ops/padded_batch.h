@@ -166,6 +166,9 @@ class PaddedBatchNode final : public Node<T> {
         padding_values_(std::make_shared<const std::vector<Tensor>>(std::move(padding_values))),
         drop_remainder_(drop_remainder) {}
   std::string_view op_name() const override { return "PaddedBatch"; }
+  DatasetSpec element_spec() const override {
+    return PaddedSpec(BatchedSpec(input_->element_spec(), drop_remainder_ ? batch_size_ : -1));
+  }
   std::vector<Param> params() const override {
     return {{"batch_size", batch_size_},
             {"padded_shapes", PaddedShapesParam(*padded_shapes_)},

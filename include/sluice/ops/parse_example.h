@@ -92,6 +92,16 @@ class ParseExampleNode final : public Node<ParsedExample> {
   ParseExampleNode(NodePtr<In> input, ExampleParser parser)
       : input_(std::move(input)), parser_(std::move(parser)) {}
   std::string_view op_name() const override { return "ParseExample"; }
+  DatasetSpec element_spec() const override {
+    DatasetSpec spec = SpecOf(parser_.spec());
+    if constexpr (std::same_as<In, std::vector<std::string>>) {
+      // Batched records: the batch dimension the input's string vectors have.
+      const DatasetSpec in = input_->element_spec();
+      const bool known = !in.components.empty() && in.components[0].shape && !in.components[0].shape->empty();
+      spec = BatchedSpec(std::move(spec), known ? (*in.components[0].shape)[0] : -1);
+    }
+    return spec;
+  }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override {
     return {{"spec", ParseSpecParam(parser_.spec())},

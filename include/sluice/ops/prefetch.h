@@ -158,6 +158,7 @@ class PrefetchNode final : public Node<T> {
  public:
   PrefetchNode(NodePtr<T> input, int64_t buffer_size) : input_(std::move(input)), buffer_size_(buffer_size) {}
   std::string_view op_name() const override { return "Prefetch"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return HasElementCodec<T>; }
   std::vector<Param> params() const override { return {{"buffer_size", buffer_size_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

@@ -53,6 +53,9 @@ class RebatchNode final : public Node<B> {
   RebatchNode(NodePtr<B> input, std::vector<int64_t> batch_sizes, bool drop_remainder)
       : input_(std::move(input)), batch_sizes_(std::move(batch_sizes)), drop_remainder_(drop_remainder) {}
   std::string_view op_name() const override { return "Rebatch"; }
+  DatasetSpec element_spec() const override {
+    return BatchedSpec(UnbatchedSpec(input_->element_spec()), StaticBatchSize(*this));
+  }
   std::vector<Param> params() const override {
     return {{"batch_sizes", batch_sizes_}, {"drop_remainder", drop_remainder_}};
   }

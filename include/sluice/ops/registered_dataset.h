@@ -25,6 +25,7 @@ class RegisteredDatasetNode final : public Node<T> {
   RegisteredDatasetNode(NodePtr<T> inner, FunctionParam function)
       : inner_(std::move(inner)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "RegisteredDataset"; }
+  DatasetSpec element_spec() const override { return inner_->element_spec(); }
   std::vector<Param> params() const override { return {{"dataset", function_}}; }
   // A leaf: the inner graph is the factory's business, rebuilt from the name and args.
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {}; }

@@ -27,6 +27,7 @@ class RepeatNode final : public Node<T> {
  public:
   RepeatNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Repeat"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

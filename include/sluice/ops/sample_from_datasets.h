@@ -304,6 +304,7 @@ class ChooseFromDatasetsNode final : public Node<T> {
   ChooseFromDatasetsNode(std::vector<NodePtr<T>> inputs, NodePtr<int64_t> choices, bool stop_on_empty)
       : inputs_(std::move(inputs)), choices_(std::move(choices)), stop_on_empty_(stop_on_empty) {}
   std::string_view op_name() const override { return "ChooseFromDatasets"; }
+  DatasetSpec element_spec() const override { return MergedSpecOf(inputs_); }
   std::vector<Param> params() const override { return {{"stop_on_empty_dataset", stop_on_empty_}}; }
   // The selector first, then the data inputs, as tf.data's DirectedInterleave lists them.
   std::vector<std::shared_ptr<const OpNode>> inputs() const override {
@@ -363,6 +364,7 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
         stop_on_empty_(stop_on_empty),
         rerandomize_(rerandomize) {}
   std::string_view op_name() const override { return "SampleFromDatasets"; }
+  DatasetSpec element_spec() const override { return MergedSpecOf(inputs_); }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"weights", weights_}, {"stop_on_empty_dataset", stop_on_empty_}};
     if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});

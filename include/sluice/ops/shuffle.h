@@ -84,6 +84,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
   ShuffleNode(NodePtr<T> input, int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle)
       : input_(std::move(input)), buffer_size_(buffer_size), seed_(seed), reshuffle_(reshuffle) {}
   std::string_view op_name() const override { return "Shuffle"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   std::vector<Param> params() const override {
     std::vector<Param> p{{"buffer_size", buffer_size_}, {"reshuffle_each_iteration", reshuffle_}};
     if (seed_) p.push_back({"seed", static_cast<int64_t>(*seed_)});

@@ -64,6 +64,7 @@ class SplitReaderNode final : public Node<T> {
   SplitReaderNode(NodePtr<T> input, std::string feed_id, std::shared_ptr<SplitFeed> feed)
       : input_(std::move(input)), feed_id_(std::move(feed_id)), feed_(std::move(feed)) {}
   std::string_view op_name() const override { return "_ReadSplits"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   std::vector<Param> params() const override { return {{"feed", feed_id_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }

@@ -19,6 +19,7 @@ class TakeNode final : public Node<T> {
  public:
   TakeNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Take"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
@@ -88,6 +89,7 @@ class SkipNode final : public Node<T> {
  public:
   SkipNode(NodePtr<T> input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::string_view op_name() const override { return "Skip"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   bool keeps_compact_state(const Options&) const override { return true; }
   std::vector<Param> params() const override { return {{"count", count_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }

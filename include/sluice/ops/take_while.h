@@ -19,6 +19,7 @@ class TakeWhileNode final : public Node<T> {
   TakeWhileNode(NodePtr<T> input, P predicate, FunctionParam function)
       : input_(std::move(input)), predicate_(std::move(predicate)), function_(std::move(function)) {}
   std::string_view op_name() const override { return "TakeWhile"; }
+  DatasetSpec element_spec() const override { return input_->element_spec(); }
   std::vector<Param> params() const override { return {{"predicate", function_}}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override { return kUnknownCardinality; }

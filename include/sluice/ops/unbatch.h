@@ -98,6 +98,7 @@ struct Rule<ParsedExample> {
     int64_t Rows() const { return BatchTraits<ParsedExample>::Rows(batch); }
     ParsedExample Take(int64_t i) {
       ParsedExample row;
+      row.names = batch.names;
       row.fixed.reserve(batch.fixed.size());
       for (const Tensor& t : batch.fixed) row.fixed.push_back(*t.SubTensor(i));
       row.var.reserve(batch.var.size());
@@ -127,6 +128,7 @@ class UnbatchNode final : public Node<Unbatched<B>> {
   using T = Unbatched<B>;
   explicit UnbatchNode(NodePtr<B> input) : input_(std::move(input)) {}
   std::string_view op_name() const override { return "Unbatch"; }
+  DatasetSpec element_spec() const override { return UnbatchedSpec(input_->element_spec()); }
   std::vector<Param> params() const override { return {}; }
   std::vector<std::shared_ptr<const OpNode>> inputs() const override { return {input_}; }
   int64_t cardinality() const override {

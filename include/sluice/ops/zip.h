@@ -33,6 +33,10 @@ class ZipNode final : public Node<Out> {
  public:
   explicit ZipNode(NodePtr<Ts>... inputs) : inputs_(std::move(inputs)...) {}
   std::string_view op_name() const override { return "Zip"; }
+  DatasetSpec element_spec() const override {
+    return std::apply([](const auto&... in) { return element_spec_detail::Join({in->element_spec()...}); },
+                      inputs_);
+  }
   // Marks are taken between steps (after an element or before the first), so they hold no elements; the
   // codecs are for the section's layout.
   bool keeps_compact_state(const Options&) const override { return (HasElementCodec<Ts> && ...); }
