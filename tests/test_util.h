@@ -36,6 +36,11 @@ inline std::filesystem::path SharedTFRecordDir() {
   return shared / "data" / "tfrecord";
 }
 inline std::string SharedTFRecord(const std::string& relative) { return (SharedTFRecordDir() / relative).string(); }
+// Shard i (0-9) of the Chicago taxi eval split: gzip TFRecords of tf.train.Example written by TFX.
+inline std::string TaxiEvalShard(int i) {
+  return SharedTFRecord(
+      absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz"));
+}
 
 // Every TempPath of this process starts with this prefix; at exit (each test runs in a process of its own)
 // everything in the temp folder under it is removed, files the code under test put beside them (a

@@ -223,8 +223,7 @@ TEST(CheckpointParallelTest, ParallelBatchSaveThenContinue) {
 TEST(CheckpointParallelTest, ParseExampleSaveThenContinue) {
   std::vector<std::string> files;
   for (int i = 0; i < 2; ++i) {
-    files.push_back(testing_util::SharedTFRecord(
-        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+    files.push_back(testing_util::TaxiEvalShard(i));
   }
   ParseSpec spec;
   spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});
@@ -280,8 +279,7 @@ TEST(CheckpointParallelTest, ParallelInterleaveSaveThenContinue) {
 TEST(CheckpointParallelTest, InterleaveOfFilesSaveThenContinue) {
   std::vector<std::string> files;
   for (int i = 0; i < 4; ++i) {
-    files.push_back(testing_util::SharedTFRecord(
-        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+    files.push_back(testing_util::TaxiEvalShard(i));
   }
   auto ds = FromVector(files)
                 .Interleave([](std::string file) { return TFRecord({file}, Compression::kGzip); }, 2, 4)

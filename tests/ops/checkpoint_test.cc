@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -87,10 +89,7 @@ std::vector<std::string> SmallTFRecords() {
           testing_util::SharedTFRecord("beam_foo_bar.tfrecord")};
 }
 
-std::string TaxiShard(int i) {
-  return testing_util::SharedTFRecord(
-      absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz"));
-}
+std::string TaxiShard(int i) { return testing_util::TaxiEvalShard(i); }
 
 ParseSpec TaxiSpec() {
   ParseSpec spec;
@@ -407,12 +406,53 @@ int EnvInt(const char* name, int fallback) {
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
 }
 
+// Names the pipeline being checked on stderr when one runs for more than `patience` (under a sanitizer
+// on a loaded machine a whole run takes a minute): a hang then says which pipeline it was before CTest's
+// timeout kills the test. It reports only; it asserts nothing about time.
+class HangReporter {
+ public:
+  explicit HangReporter(std::chrono::seconds patience) : patience_(patience), thread_([this] { Watch(); }) {}
+  ~HangReporter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void Checking(std::string what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what_ = std::move(what);
+    ++generation_;
+  }
+
+ private:
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_) {
+      const uint64_t seen = generation_;
+      if (!wake_.wait_for(lock, patience_, [&] { return done_ || generation_ != seen; }) && !what_.empty()) {
+        std::cerr << "still checking after " << patience_.count() << " s: " << what_ << std::endl;
+      }
+    }
+  }
+
+  const std::chrono::seconds patience_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string what_;
+  uint64_t generation_ = 0;
+  bool done_ = false;
+  std::thread thread_;  // last: starts after the members it reads
+};
+
 // Pipelines [first, first + count) of `seed`'s sequence, each cut at a random point; the ones before
 // `first` are only built (building draws from the generator, running does not). Returns how many were
 // cut in the middle.
 int CheckRandomPipelines(uint32_t seed, int first, int count) {
   std::mt19937 rng(seed);
   const bool verbose = EnvInt("SLUICE_CHECKPOINT_VERBOSE", 0) != 0;  // names each pipeline before its cut
+  HangReporter hangs(std::chrono::seconds(60));
   int cut_mid = 0;
   for (int p = 0; p < first + count; ++p) {
     std::string desc;
@@ -420,6 +460,7 @@ int CheckRandomPipelines(uint32_t seed, int first, int count) {
     Dataset<int64_t> ds = RandomPipeline(rng, 4, &desc);
     const uint32_t cut_draw = rng();
     if (p < first) continue;
+    hangs.Checking(absl::StrCat("seed ", seed, ", pipeline ", p, ": ", desc));
     // A file Cache's first pass writes the file and yields its input's errors; later iterators read the
     // file. So one run first, and the iterators are gone before the next starts: a file Cache one left
     // unfinished (under a Zip) would hold its lock.
@@ -642,8 +683,7 @@ TEST(CheckpointTest, SaveToFileRemovesStaleTemporariesOfDeadProcesses) {
 TEST(CheckpointTest, GzipTFRecordShardsRestoreExactly) {
   std::vector<std::string> files;
   for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::SharedTFRecord(
-        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+    files.push_back(testing_util::TaxiEvalShard(i));
   }
   auto ds = TFRecord(files, Compression::kGzip)
                 .Map([](std::string s) { return static_cast<int64_t>(XxHash64(s) >> 1); })
@@ -857,8 +897,7 @@ TEST(CheckpointTest, FiguresShuffleStateSizeAndTime) {
   // A file pipeline with a full Prefetch(64) of batches: the buffered batches dominate the state.
   std::vector<std::string> files;
   for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::SharedTFRecord(
-        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+    files.push_back(testing_util::TaxiEvalShard(i));
   }
   auto batches = TFRecord(files, Compression::kGzip).Batch(8).Prefetch(64);
   Iterator<std::vector<std::string>> file_it = batches.MakeIterator();

@@ -39,8 +39,7 @@ Options Compact() {
 std::vector<std::string> TaxiShards() {
   std::vector<std::string> files;
   for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::SharedTFRecord(
-        absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz")));
+    files.push_back(testing_util::TaxiEvalShard(i));
   }
   return files;
 }
