@@ -18,9 +18,8 @@
 //   (n - ((size - 1) * stride + 1)) / shift + 1, or 0 when n is smaller. Infinite and unknown stay so.
 // - Threading: synchronous; polls its input inline.
 // - Checkpoints (docs/checkpoint.md): saves the buffered input elements, so it needs their ElementCodec;
-//   not in compact mode (the iterator refuses it). A window dataset has no ElementCodec: an op after
-//   Window that buffers windows (Prefetch, Shuffle) cannot save; FlatMap/Interleave over windows save
-//   their input position and the open windows' inner positions only when those hold no windows.
+//   not in compact mode (the iterator refuses it). A window dataset has no ElementCodec, so an op after
+//   Window that would save windows it holds (Prefetch, Shuffle) makes Save fail naming that op.
 // - Portability: a window dataset has no element type name, so a pipeline with Window stays in its
 //   process (not Serialize, not the data service).
 #ifndef SLUICE_OPS_WINDOW_H_
