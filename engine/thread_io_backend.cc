@@ -14,23 +14,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io_thread.h"
+#include "engine/transfer_limits.h"
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/transfer.h"
 
 namespace sluice::detail {
 namespace {
-
-constexpr size_t kMaxChunk = size_t{1} << 30;
-constexpr int kMaxRetries = 64;
-
-FileStat ToFileStat(const struct statx& st) {
-  FileStat out;
-  out.size = st.stx_size;
-  out.mode = st.stx_mode;
-  out.mtime_ns = static_cast<uint64_t>(st.stx_mtime.tv_sec) * 1000000000ull + st.stx_mtime.tv_nsec;
-  out.block_size = st.stx_blksize;
-  return out;
-}
 
 // Bodies run on an I/O worker; named structs rather than lambdas in the coroutines (GCC 12).
 struct TransferBody {
@@ -47,13 +36,13 @@ struct TransferBody {
       const off_t at = static_cast<off_t>(offset + cursor->done());
       ssize_t n;
       if (cursor->count() == 1) {
-        const size_t len = std::min(cursor->data()->iov_len, kMaxChunk);
+        const size_t len = std::min(cursor->data()->iov_len, kMaxTransferChunk);
         n = write ? ::pwrite(fd, cursor->data()->iov_base, len, at) : ::pread(fd, cursor->data()->iov_base, len, at);
       } else {
         n = write ? ::pwritev(fd, cursor->data(), cursor->count(), at) : ::preadv(fd, cursor->data(), cursor->count(), at);
       }
       if (n < 0) {
-        if ((errno == EINTR || errno == EAGAIN) && ++retries <= kMaxRetries) continue;
+        if ((errno == EINTR || errno == EAGAIN) && ++retries <= kMaxTransferRetries) continue;
         error = errno;
         return;
       }

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io_thread.h"
+#include "engine/transfer_limits.h"
 #include "sluice/engine/detail/transfer.h"
 #include "sluice/engine/log.h"
 
@@ -22,20 +23,6 @@ namespace {
 
 // Set on the reactor thread for its whole life: lets posts made there skip the queue and the eventfd.
 thread_local const UringReactor* tls_reactor = nullptr;
-
-// The kernel caps one read/write at MAX_RW_COUNT (just under 2 GiB); staying below keeps `len` exact.
-constexpr size_t kMaxChunk = size_t{1} << 30;
-// EINTR/EAGAIN retries in a row before a transfer gives up (an O_NONBLOCK fd could spin forever).
-constexpr int kMaxRetries = 64;
-
-FileStat ToFileStat(const struct statx& st) {
-  FileStat out;
-  out.size = st.stx_size;
-  out.mode = st.stx_mode;
-  out.mtime_ns = static_cast<uint64_t>(st.stx_mtime.tv_sec) * 1000000000ull + st.stx_mtime.tv_nsec;
-  out.block_size = st.stx_blksize;
-  return out;
-}
 
 std::string FdName(int fd) { return absl::StrCat("fd ", fd); }
 
@@ -370,7 +357,7 @@ Task<absl::StatusOr<size_t>> UringReactor::Transfer(bool write, int fd, IoVecCur
     op.offset = offset + cursor.done();
     if (single) {
       op.buf = cursor.data()->iov_base;
-      op.len = static_cast<unsigned>(std::min(cursor.data()->iov_len, kMaxChunk));
+      op.len = static_cast<unsigned>(std::min(cursor.data()->iov_len, kMaxTransferChunk));
     } else {
       op.iov = cursor.data();
       op.iov_count = static_cast<unsigned>(cursor.count());
@@ -381,7 +368,7 @@ Task<absl::StatusOr<size_t>> UringReactor::Transfer(bool write, int fd, IoVecCur
           absl::StrCat(op_name, " fd ", fd, " at offset ", offset + cursor.done(), " cancelled"));
     }
     if (res == -EINTR || res == -EAGAIN) {
-      if (++retries <= kMaxRetries) continue;
+      if (++retries <= kMaxTransferRetries) continue;
     }
     if (res < 0) co_return IoErrorStatus(-res, op_name, FdName(fd), offset + cursor.done());
     retries = 0;

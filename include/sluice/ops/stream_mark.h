@@ -39,6 +39,7 @@ inline constexpr int64_t kMarkInterval = 32;
 
 class StreamMark {
  public:
+  StreamMark() = default;
   bool empty() const { return bytes_.empty(); }
   size_t size() const { return bytes_.size(); }
   void Clear() { bytes_.clear(); }
@@ -58,9 +59,8 @@ class StreamMark {
         in.remove_prefix(static_cast<size_t>(n));
       }
     }
-    StreamMark mark;
-    mark.bytes_.assign(bytes.begin(), bytes.end());
-    return mark;
+    // Built in one step: GCC 12 warns of a maybe-uninitialized InlinedVector in default-then-assign.
+    return StreamMark(bytes);
   }
 
   // Every section of the mark, under `base` (the node path of the marked stream). `shares_base`: the
@@ -80,6 +80,7 @@ class StreamMark {
   }
 
  private:
+  explicit StreamMark(std::string_view bytes) : bytes_(bytes.begin(), bytes.end()) {}
   friend class MarkWriter;
   using Bytes = absl::InlinedVector<char, 120>;
 
