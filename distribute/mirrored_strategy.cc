@@ -66,7 +66,7 @@ void MirroredStrategy::ConfigureRebatch(const OpNode& root, const DistributeOpti
   }
   // DATA: every worker reads the same batches, so each batch is one global step, cut into the N pieces of
   // the replicas in sync, of which this worker keeps its own. OFF and FILE: each worker's batches are its
-  // own, and one feeds num_workers steps (tf.distribute's rebatch).
+  // own, and one feeds num_workers steps (tf.distribute's rebatch); so are HINT's.
   const bool by_data = config->applied_policy == AutoShardPolicy::kData;
   absl::StatusOr<distribute::RebatchPlan> plan =
       by_data ? distribute::RebatchPlan::Create(config->static_batch, 1, num_replicas_in_sync(), 0)

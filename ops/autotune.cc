@@ -164,14 +164,15 @@ int64_t RamBudget(const IteratorContext& context) {
 
 Tuner* TunerFor(const IteratorContext& context) {
   if (!context.options.autotune) return nullptr;
-  std::lock_guard<std::mutex> lock(context.tuner_mu);
-  if (context.tuner == nullptr) {
+  IteratorContext::TunerSlot& slot = *context.tuner_slot;
+  std::lock_guard<std::mutex> lock(slot.mu);
+  if (slot.tuner == nullptr) {
     Tuner::Config config;
     config.climber.cpu_budget = CpuBudget(context);
     config.climber.ram_budget_bytes = RamBudget(context);
-    context.tuner = std::make_shared<Tuner>(config);
+    slot.tuner = std::make_shared<Tuner>(config);
   }
-  return context.tuner.get();
+  return slot.tuner.get();
 }
 
 }  // namespace sluice

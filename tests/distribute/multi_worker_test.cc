@@ -134,6 +134,33 @@ TEST(MultiWorkerTest, OffPolicyEveryWorkerReadsEverything) {
   EXPECT_EQ(runs[1], runs[0]);
 }
 
+// HINT: each worker's Shard(kShardHint, ...) becomes Shard(2, w) (tf.data's SHARD_HINT); its batches are its
+// own, as under OFF and FILE, and each feeds num_workers steps.
+TEST(MultiWorkerTest, HintPolicyReplacesTheShardPlaceholder) {
+  std::vector<absl::Status> errors;
+  std::vector<std::string> stats;
+  auto runs = RunWorkers<std::vector<int64_t>>(
+      2, 1,
+      [](const MirroredStrategy& s) {
+        DistributeOptions options;
+        options.auto_shard_policy = AutoShardPolicy::kHint;
+        return s.DistributeDataset(Range(16).Shard(kShardHint, 0).Batch(4), options);
+      },
+      &errors, &stats);
+  ASSERT_TRUE(errors[0].ok() && errors[1].ok()) << errors[0] << " " << errors[1];
+  EXPECT_THAT(stats[0], HasSubstr("auto_shard_policy=HINT applied=HINT"));
+  using Steps = WorkerSteps<std::vector<int64_t>>;
+  EXPECT_EQ(runs[0], (Steps{{{0, 2}}, {{4, 6}}, {{8, 10}}, {{12, 14}}}));
+  EXPECT_EQ(runs[1], (Steps{{{1, 3}}, {{5, 7}}, {{9, 11}}, {{13, 15}}}));
+  // Under another policy the placeholder is the iterator's error.
+  runs = RunWorkers<std::vector<int64_t>>(
+      2, 1,
+      [](const MirroredStrategy& s) { return s.DistributeDataset(Range(16).Shard(kShardHint, 0).Batch(4)); },
+      &errors);
+  EXPECT_EQ(errors[0].code(), absl::StatusCode::kFailedPrecondition) << errors[0];
+  EXPECT_THAT(std::string(errors[0].message()), HasSubstr("AutoShardPolicy HINT"));
+}
+
 // OFF with a static G over 2 workers x 2 replicas: worker w's piece sizes are worker 0's rotated by w * R
 // (tf.distribute's batch_sizes_for_worker), so every global step takes exactly G elements.
 TEST(MultiWorkerTest, StaticSizesRotatePerWorker) {

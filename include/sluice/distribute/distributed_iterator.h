@@ -336,6 +336,9 @@ class DistributedState {
       context->file_shard =
           *distribute::MakeFileShard(root, config.file_sources, config.num_workers, config.worker_index);
     }
+    if (config.applied_policy == AutoShardPolicy::kHint) {
+      context->shard_hint = IteratorContext::ShardHint{config.num_workers, config.worker_index};
+    }
     return context;
   }
 

@@ -15,6 +15,7 @@
 #define SLUICE_OPS_DATASET_H_
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +29,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/ops/auto_shard.h"
 #include "sluice/ops/batch.h"
 #include "sluice/ops/bucket_by_sequence_length.h"
 #include "sluice/ops/cache.h"
@@ -47,6 +49,7 @@
 #include "sluice/ops/iterator.h"
 #include "sluice/ops/map.h"
 #include "sluice/ops/op_node.h"
+#include "sluice/ops/op_options.h"
 #include "sluice/ops/options.h"
 #include "sluice/ops/padded_batch.h"
 #include "sluice/ops/parallel_interleave.h"
@@ -137,11 +140,16 @@ class Dataset {
   }
 
   // f: T -> U or absl::StatusOr<U>. `name` identifies f in DebugString and, once registered, on the wire.
+  // (`name` is deduced, so that a braced MapOptions never reads as a string.)
   template <ops::NotFunctionHandle F>
-  auto Map(F f, std::string name = "<function>") const {
+  auto Map(F f) const {
+    return Map(std::move(f), std::string("<function>"));
+  }
+  template <ops::NotFunctionHandle F, std::convertible_to<std::string> Name>
+  auto Map(F f, Name name) const {
     using Node = ops::MapNode<T, F>;
     return Dataset<typename Node::U>(
-        std::make_shared<Node>(node_, std::move(f), ops::FunctionLabelFor<F>(std::move(name))));
+        std::make_shared<Node>(node_, std::move(f), ops::FunctionLabelFor<F>(std::string(std::move(name)))));
   }
 
   // Parallel form: f on the pool, num_parallel_calls at once (0 or 1: sequential; kAutotune: tuned).
@@ -151,6 +159,12 @@ class Dataset {
            std::string name = "<function>") const {
     return Dataset<ops::UnwrapStatusOrT<std::invoke_result_t<F&, T>>>(ops::MakeParallelMap<T, F>(
         node_, std::move(f), num_parallel_calls, deterministic, ops::FunctionLabelFor<F>(std::move(name))));
+  }
+
+  // Map(f, {.num_parallel_calls = kAutotune, .deterministic = false}): sluice/ops/op_options.h.
+  template <ops::NotFunctionHandle F>
+  auto Map(F f, MapOptions options) const {
+    return Map(std::move(f), options.num_parallel_calls, options.deterministic, std::move(options.name));
   }
 
   // predicate: const T& -> bool or absl::StatusOr<bool>.
@@ -181,6 +195,10 @@ class Dataset {
     });
   }
   template <ops::FunctionHandle H>
+  auto Map(const H& f, const MapOptions& options) const {
+    return Map(f, options.num_parallel_calls, options.deterministic);
+  }
+  template <ops::FunctionHandle H>
   Dataset<T> Filter(const H& predicate) const {
     return WithFunction("Filter", predicate, [this](auto fn, FunctionParam param) {
       return Dataset<T>(std::make_shared<ops::FilterNode<T, decltype(fn)>>(node_, std::move(fn), std::move(param)));
@@ -209,6 +227,12 @@ class Dataset {
       return Dataset<typename ops::InterleaveNode<T, Fn>::U>(ops::MakeParallelInterleave<T, Fn>(
           node_, std::move(fn), cycle_length, block_length, num_parallel_calls, deterministic, std::move(param)));
     });
+  }
+
+  template <ops::FunctionHandle H>
+  auto Interleave(const H& f, const InterleaveOptions& options) const {
+    return Interleave(f, options.cycle_length, options.block_length, options.num_parallel_calls,
+                      options.deterministic);
   }
 
   // Scan with a registered std::pair<State, U>(const State&, T) function; State needs an ElementCodec.
@@ -252,6 +276,11 @@ class Dataset {
         ops::MakeBatch<T>(node_, batch_size, drop_remainder, num_parallel_calls, deterministic));
   }
 
+  // Batch(256, {.drop_remainder = true, .num_parallel_calls = kAutotune}): sluice/ops/op_options.h.
+  Dataset<Batched<T>> Batch(int64_t batch_size, const BatchOptions& options) const {
+    return Batch(batch_size, options.drop_remainder, options.num_parallel_calls, options.deterministic);
+  }
+
   Dataset<T> Repeat(int64_t count = -1) const {
     return Dataset<T>(std::make_shared<ops::RepeatNode<T>>(node_, count));
   }
@@ -260,8 +289,15 @@ class Dataset {
     return Dataset<std::pair<int64_t, T>>(std::make_shared<ops::EnumerateNode<T>>(node_, start));
   }
 
+  // num_shards = kShardHint: a placeholder for AutoShardPolicy HINT (sluice/ops/enumerate_shard.h).
   Dataset<T> Shard(int64_t num_shards, int64_t index) const {
     return Dataset<T>(ops::MakeShard<T>(node_, num_shards, index));
+  }
+
+  // This worker's share, by FILE, DATA, AUTO or HINT: see sluice/ops/auto_shard.h.
+  Dataset<T> AutoShard(int64_t num_workers, int64_t worker_index,
+                       AutoShardPolicy policy = AutoShardPolicy::kAuto) const {
+    return Dataset<T>(ops::MakeAutoShard<T>(node_, num_workers, worker_index, policy));
   }
 
   Dataset<T> Prefetch(int64_t buffer_size) const { return Dataset<T>(ops::MakePrefetch<T>(node_, buffer_size)); }
@@ -270,6 +306,10 @@ class Dataset {
   Dataset<T> Shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
                      bool reshuffle_each_iteration = true) const {
     return Dataset<T>(ops::MakeShuffle<T>(node_, buffer_size, seed, reshuffle_each_iteration));
+  }
+
+  Dataset<T> Shuffle(int64_t buffer_size, const ShuffleOptions& options) const {
+    return Shuffle(buffer_size, options.seed, options.reshuffle_each_iteration);
   }
 
   // f: T -> Dataset<U> (or absl::StatusOr<Dataset<U>>). cycle_length kAutotune = the machine's cores.
@@ -299,6 +339,16 @@ class Dataset {
     return Dataset<typename ops::InterleaveNode<T, F>::U>(
         ops::MakeParallelInterleave<T, F>(node_, std::move(f), cycle_length, block_length, num_parallel_calls,
                                           deterministic, ops::FunctionLabelFor<F>(std::move(name))));
+  }
+
+  // Interleave(f, {.cycle_length = 4, .num_parallel_calls = kAutotune}): sluice/ops/op_options.h.
+  template <ops::NotFunctionHandle F>
+  auto Interleave(F f, InterleaveOptions options) const {
+    if (options.num_parallel_calls == 0 && !options.deterministic.has_value()) {
+      return Interleave(std::move(f), options.cycle_length, options.block_length, std::move(options.name));
+    }
+    return Interleave(std::move(f), options.cycle_length, options.block_length, options.num_parallel_calls,
+                      options.deterministic, std::move(options.name));
   }
 
   // Interleave(f, 1, 1): each sub-dataset in full, in input order.
@@ -345,6 +395,10 @@ class Dataset {
         std::make_shared<ops::WindowNode<T>>(node_, size, window_shift, stride, drop_remainder));
   }
 
+  Dataset<Dataset<T>> Window(int64_t size, const WindowOptions& options) const {
+    return Window(size, options.shift, options.stride, options.drop_remainder);
+  }
+
   // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.
   Dataset<T> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
                          std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const
@@ -352,6 +406,14 @@ class Dataset {
   {
     return Dataset<T>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
                                               std::move(padding_values), drop_remainder));
+  }
+
+  // PaddedBatch(4, PaddedBatchOptions{.drop_remainder = true}): the type is spelled (deduced), because a
+  // braced list there also reads as padded shapes.
+  template <std::same_as<PaddedBatchOptions> O>
+  Dataset<T> PaddedBatch(int64_t batch_size, O options) const requires ops::IsPaddable<T> {
+    return PaddedBatch(batch_size, std::move(options.padded_shapes), std::move(options.padding_values),
+                       options.drop_remainder);
   }
 
   // Batches regrouped into batches of batch_size rows, or cycling through batch_sizes (ops/rebatch.h).
@@ -379,6 +441,16 @@ class Dataset {
         ops::BucketOptions{std::move(bucket_boundaries), std::move(bucket_batch_sizes),
                            std::move(padded_shapes), std::move(padding_values), pad_to_bucket_boundary,
                            no_padding, drop_remainder}));
+  }
+
+  // (..., BucketBySequenceLengthOptions{.pad_to_bucket_boundary = true}): spelled, as PaddedBatch's.
+  template <ops::NotFunctionHandle F, std::same_as<BucketBySequenceLengthOptions> O>
+  Dataset<Batched<T>> BucketBySequenceLength(F element_length_func, std::vector<int64_t> bucket_boundaries,
+                                             std::vector<int64_t> bucket_batch_sizes, O options) const {
+    return BucketBySequenceLength(std::move(element_length_func), std::move(bucket_boundaries),
+                                  std::move(bucket_batch_sizes), std::move(options.padded_shapes),
+                                  std::move(options.padding_values), options.pad_to_bucket_boundary,
+                                  options.no_padding, options.drop_remainder, std::move(options.name));
   }
 
   // Serialized tf.train.Examples (one per string, or a batch per vector) parsed by `spec` (ops/parse_example.h).
@@ -464,6 +536,10 @@ inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, bool sh
   absl::StatusOr<std::vector<std::string>> files = ops::MatchFiles(patterns);
   if (!files.ok()) return Dataset<std::string>(ops::MakeErrorSource<std::string>("ListFiles", files.status()));
   return Dataset<std::string>(std::make_shared<ops::ListFilesNode>(std::move(*files), shuffle, seed));
+}
+
+inline Dataset<std::string> ListFiles(std::vector<std::string> patterns, const ListFilesOptions& options) {
+  return ListFiles(std::move(patterns), options.shuffle, options.seed);
 }
 
 // The records of TFRecord files, file after file (tf.data.TFRecordDataset). read_mode: how uncompressed
@@ -584,6 +660,13 @@ Dataset<T> SampleFromDatasets(const std::vector<Dataset<T>>& datasets, std::vect
   for (const Dataset<T>& d : datasets) nodes.push_back(d.node());
   return Dataset<T>(ops::MakeSampleFromDatasets<T>(std::move(nodes), std::move(weights), seed, stop_on_empty_dataset,
                                                    rerandomize_each_iteration));
+}
+
+template <class T>
+Dataset<T> SampleFromDatasets(const std::vector<Dataset<T>>& datasets, std::vector<double> weights,
+                              const SampleOptions& options) {
+  return SampleFromDatasets(datasets, std::move(weights), options.seed, options.stop_on_empty_dataset,
+                            options.rerandomize_each_iteration);
 }
 
 // The next element of datasets[k] for each k of `choices`. See sluice/ops/sample_from_datasets.h.

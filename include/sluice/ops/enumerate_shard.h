@@ -1,19 +1,30 @@
 // Enumerate(start): (start + i, x_i) pairs; errors pass through and take an index, as in tf.data.
 // Shard(num_shards, index): keeps element i when i mod num_shards == index; num_shards <= 0 or an index
-// outside [0, num_shards) is InvalidArgument. Errors, as in tf.data's ShardDataset (which skips up to its
-// next element, then takes it): every error the shard meets is passed on and takes no position, and an
-// error met while skipping also drops the count of the elements that skip had passed, so the skip starts
-// over after it. Cardinality: Enumerate keeps the input's; Shard gives
-// input / num_shards plus one when index < input mod num_shards.
+// outside [0, num_shards) is InvalidArgument. Shard(kShardHint, any index) is a placeholder that
+// AutoShardPolicy HINT (Dataset::AutoShard, a MirroredStrategy) replaces with Shard(num_workers,
+// worker_index), as tf.data's SHARD_HINT; iterated without that policy it is FailedPrecondition. Errors, as
+// in tf.data's ShardDataset (which skips up to its next element, then takes it): every error the shard meets
+// is passed on and takes no position, and an error met while skipping also drops the count of the elements
+// that skip had passed, so the skip starts over after it. Cardinality: Enumerate keeps the input's; Shard
+// gives input / num_shards plus one when index < input mod num_shards.
 #ifndef SLUICE_OPS_ENUMERATE_SHARD_H_
 #define SLUICE_OPS_ENUMERATE_SHARD_H_
 
 #include <memory>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/ops/op_node.h"
+#include "sluice/ops/cardinality.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/op_node.h"
+
+namespace sluice {
+
+// tf.data.experimental.SHARD_HINT: Shard(kShardHint, ...) is replaced under AutoShardPolicy HINT.
+inline constexpr int64_t kShardHint = -1;
+
+}  // namespace sluice
 
 namespace sluice::ops {
 
@@ -92,10 +103,14 @@ class ShardNode final : public Node<T> {
   int64_t cardinality() const override {
     int64_t n = input_->cardinality();
     if (n < 0) return n;
+    if (num_shards_ == kShardHint) return kUnknownCardinality;
     return n / num_shards_ + (index_ < n % num_shards_ ? 1 : 0);
   }
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    return std::make_unique<ShardStream>(input_->MakeStream(std::move(context)), num_shards_, index_);
+    absl::StatusOr<IteratorContext::ShardHint> shard = Resolve(*context);
+    if (!shard.ok()) return ErrorSourceNode<T>("Shard", shard.status()).MakeStream(std::move(context));
+    return std::make_unique<ShardStream>(input_->MakeStream(std::move(context)), shard->num_shards,
+                                         shard->index);
   }
   // State: the input index mod num_shards, and the elements a call left pending has skipped (-1: no call
   // pending). A consumer that pauses between a kPending and the next Poll (a parallel map's worker, a
@@ -103,16 +118,18 @@ class ShardNode final : public Node<T> {
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
+    absl::StatusOr<IteratorContext::ShardHint> shard = Resolve(*context);
+    if (!shard.ok()) return shard.status();
     int64_t position = 0;
     int64_t skipped = -1;
     if (absl::Status s = reader.ReadState(path, &position, &skipped); !s.ok()) return s;
-    if (position < 0 || position >= num_shards_ || skipped < -1 || skipped >= num_shards_) {
+    if (position < 0 || position >= shard->num_shards || skipped < -1 || skipped >= shard->num_shards) {
       return reader.Corrupt(path,
                             absl::DataLossError(absl::StrCat("position ", position, ", skipped ", skipped)));
     }
     auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
     if (!input.ok()) return input.status();
-    auto stream = std::make_unique<ShardStream>(std::move(*input), num_shards_, index_);
+    auto stream = std::make_unique<ShardStream>(std::move(*input), shard->num_shards, shard->index);
     stream->position_ = position;
     if (skipped >= 0) stream->ResumeCall(skipped);
     return stream;
@@ -179,6 +196,15 @@ class ShardNode final : public Node<T> {
     int64_t index_;
   };
 
+  // The shard this node keeps: its own, or for a kShardHint placeholder the iterator's hint.
+  absl::StatusOr<IteratorContext::ShardHint> Resolve(const IteratorContext& context) const {
+    if (num_shards_ != kShardHint) return IteratorContext::ShardHint{num_shards_, index_};
+    if (context.shard_hint.num_shards > 0) return context.shard_hint;
+    return absl::FailedPreconditionError(
+        "Shard(kShardHint, ...) is a placeholder: it can only be iterated under AutoShardPolicy HINT "
+        "(Dataset::AutoShard or MirroredStrategy::DistributeDataset with auto_shard_policy = kHint)");
+  }
+
   NodePtr<T> input_;
   int64_t num_shards_;
   int64_t index_;
@@ -186,6 +212,7 @@ class ShardNode final : public Node<T> {
 
 template <class T>
 NodePtr<T> MakeShard(NodePtr<T> input, int64_t num_shards, int64_t index) {
+  if (num_shards == kShardHint) return std::make_shared<ShardNode<T>>(std::move(input), kShardHint, index);
   if (num_shards <= 0) {
     return MakeErrorSource<T>("Shard", absl::InvalidArgumentError(
                                            absl::StrCat("Shard: num_shards must be > 0, got ", num_shards)));

@@ -91,18 +91,33 @@ struct IteratorContext {
     }
   };
   FileShard file_shard;
+  // AutoShardPolicy HINT: what the Shard(kShardHint, ...) placeholders of this iterator's graph stand for
+  // (Shard(num_shards, index)); num_shards 0: no hint was given, and such a placeholder fails.
+  struct ShardHint {
+    int64_t num_shards = 0;
+    int64_t index = 0;
+  };
+  ShardHint shard_hint;
   // Seeds drawn for unseeded ops, pass counters and memory caches of this iterator: never null, never
   // shared with another iterator (sluice/ops/iterator_state.h).
   std::shared_ptr<IteratorState> state = std::make_shared<IteratorState>();
   // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
-  mutable std::mutex tuner_mu;
-  mutable std::shared_ptr<Tuner> tuner;
+  // Shared by every context derived from this one (Derive), so the whole iterator has one tuner.
+  struct TunerSlot {
+    std::mutex mu;
+    std::shared_ptr<Tuner> tuner;
+  };
+  std::shared_ptr<TunerSlot> tuner_slot = std::make_shared<TunerSlot>();
   // Async streams destroyed on a pool worker finish their teardown here instead of blocking that worker
   // (sluice/ops/detail/async_stream_owner.h); the iterator joins it after dropping its pipeline.
   std::shared_ptr<AsyncScope> teardowns = std::make_shared<AsyncScope>();
   // Tasks of this iterator now inside user code or an input's Poll (sluice/ops/user_function_stop.h):
   // what Iterator::Close(timeout) reports when the teardown does not finish.
   std::shared_ptr<std::atomic<int64_t>> busy_tasks = std::make_shared<std::atomic<int64_t>>(0);
+
+  // A copy for the streams below one op that changes what they are told (AutoShard's file shard or shard
+  // hint); everything else stays shared with this iterator.
+  std::shared_ptr<IteratorContext> Derive() const { return std::make_shared<IteratorContext>(*this); }
 };
 using IteratorContextPtr = std::shared_ptr<const IteratorContext>;
 

@@ -9,12 +9,13 @@
 // dropped by the linker, and its registrations with it.
 //
 // - SLUICE_REGISTER_ELEMENT_TYPE(T): the type record (sluice/ops/element_type_registry.h) and op builders
-//   for the ops generic in T: Take, Skip, Repeat, Shuffle, Prefetch, Shard, Cache (files only with a
-//   codec), Concatenate, IgnoreErrors, Enumerate, Batch, Unbatch, PaddedBatch, Rebatch, SampleFromDatasets,
+//   for the ops generic in T: Take, Skip, Repeat, Shuffle, Prefetch, Shard, AutoShard, Cache (files only with
+//   a codec), Concatenate, IgnoreErrors, Enumerate, Batch, Unbatch, PaddedBatch, Rebatch, SampleFromDatasets,
 //   ChooseFromDatasets, FromVector (with a codec), Error, and Zip when T is a pair or tuple. Ops whose
 //   result type (Batched<T>, pair<int64,T>) has no name are skipped. Later ops over a result type need that
 //   type registered too (compositions are registered one by one).
-// - SLUICE_REGISTER_FUNCTION(handle, factory): handle is a sluice::Function<Sig>; factory(const FunctionArgs&)
+// - SLUICE_REGISTER_FUNCTION(handle, factory): handle is a sluice::Function<Sig>; factory(const
+// FunctionArgs&)
 //   returns a callable convertible to std::function<Sig> (or absl::StatusOr of one). Registers builders for
 //   the ops that can hold a function of that signature: R(T) for Map and parallel Map; bool(T) also for
 //   Filter and TakeWhile; an integer (T) also for BucketBySequenceLength; Dataset<U>(T) also for
@@ -137,6 +138,14 @@ void RegisterGenericOps() {
       SLUICE_REGISTRATION_ASSIGN_(num_shards, in.Get<int64_t>("num_shards"));
       SLUICE_REGISTRATION_ASSIGN_(index, in.Get<int64_t>("index"));
       return Erase(d.Shard(num_shards, index));
+    });
+    unary("AutoShard", [](Dataset<T> d, const OpBuildInput& in) -> Built {
+      SLUICE_REGISTRATION_ASSIGN_(num_workers, in.Get<int64_t>("num_workers"));
+      SLUICE_REGISTRATION_ASSIGN_(index, in.Get<int64_t>("index"));
+      SLUICE_REGISTRATION_ASSIGN_(policy_name, in.Get<std::string>("policy"));
+      absl::StatusOr<AutoShardPolicy> policy = AutoShardPolicyFromName(policy_name);
+      if (!policy.ok()) return in.Error(std::string(policy.status().message()));
+      return Erase(d.AutoShard(num_workers, index, *policy));
     });
     unary("Cache", [](Dataset<T> d, const OpBuildInput& in) -> Built {
       SLUICE_REGISTRATION_ASSIGN_(filename, in.Get<std::string>("filename"));
