@@ -36,6 +36,8 @@ size_t DTypeSize(DType dtype) {
       return 8;
     case DType::kString:
       return sizeof(std::string);
+    case DType::kBFloat16:
+      return 2;
   }
   return 0;
 }
@@ -58,6 +60,8 @@ std::string_view DTypeName(DType dtype) {
       return "double";
     case DType::kString:
       return "string";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }
@@ -100,6 +104,20 @@ float HalfToFloat(Half value) {
   }
   if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
   return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+BFloat16 FloatToBFloat16(float value) {
+  const uint32_t x = std::bit_cast<uint32_t>(value);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {  // NaN: quiet, sign kept
+    return BFloat16{static_cast<uint16_t>((x >> 16) | 0x0040u)};
+  }
+  // Round to nearest even on the 16 dropped bits; a carry reaches the exponent (and inf) as it should.
+  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return BFloat16{static_cast<uint16_t>((x + rounding) >> 16)};
+}
+
+float BFloat16ToFloat(BFloat16 value) {
+  return std::bit_cast<float>(static_cast<uint32_t>(value.bits) << 16);
 }
 
 namespace detail {
@@ -338,6 +356,8 @@ void AppendElements(const Tensor& t, size_t n, std::string* out) {
       absl::StrAppend(out, "\"", absl::CHexEscape(x[i]), "\"");
     } else if constexpr (std::is_same_v<T, Half>) {
       absl::StrAppend(out, HalfToFloat(x[i]));
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      absl::StrAppend(out, BFloat16ToFloat(x[i]));
     } else if constexpr (std::is_same_v<T, bool>) {
       absl::StrAppend(out, x[i] ? "true" : "false");
     } else if constexpr (std::is_same_v<T, uint8_t>) {
@@ -370,6 +390,8 @@ bool operator==(const Tensor& a, const Tensor& b) {
       return ElementsEqual<double>(a, b);
     case DType::kString:
       return ElementsEqual<std::string>(a, b);
+    case DType::kBFloat16:
+      return ElementsEqual<BFloat16>(a, b);
   }
   return false;
 }
@@ -403,6 +425,9 @@ std::string Tensor::DebugString(size_t max_entries) const {
         break;
       case DType::kString:
         AppendElements<std::string>(*this, n, &out);
+        break;
+      case DType::kBFloat16:
+        AppendElements<BFloat16>(*this, n, &out);
         break;
     }
   }

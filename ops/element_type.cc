@@ -48,9 +48,9 @@ ElementTypeRegistry& GetElementTypeRegistry() {
          {MakeElementTypeInfo<bool>(), MakeElementTypeInfo<int8_t>(), MakeElementTypeInfo<int16_t>(),
           MakeElementTypeInfo<int32_t>(), MakeElementTypeInfo<int64_t>(), MakeElementTypeInfo<uint8_t>(),
           MakeElementTypeInfo<uint16_t>(), MakeElementTypeInfo<uint32_t>(), MakeElementTypeInfo<uint64_t>(),
-          MakeElementTypeInfo<Half>(), MakeElementTypeInfo<float>(), MakeElementTypeInfo<double>(),
-          MakeElementTypeInfo<std::string>(), MakeElementTypeInfo<Tensor>(), MakeElementTypeInfo<ParsedExample>(),
-          MakeElementTypeInfo<absl::Status>()}) {
+          MakeElementTypeInfo<Half>(), MakeElementTypeInfo<BFloat16>(), MakeElementTypeInfo<float>(),
+          MakeElementTypeInfo<double>(), MakeElementTypeInfo<std::string>(), MakeElementTypeInfo<Tensor>(),
+          MakeElementTypeInfo<ParsedExample>(), MakeElementTypeInfo<absl::Status>()}) {
       (void)AddLocked(*r, std::move(info));
     }
     return r;

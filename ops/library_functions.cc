@@ -24,13 +24,15 @@
 namespace sluice {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kBool,    DType::kUInt8,   DType::kInt32,   DType::kInt64,
-                                DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kString};
+constexpr DType kAllDTypes[] = {DType::kBool,    DType::kUInt8,   DType::kInt32,
+                                DType::kInt64,   DType::kFloat16, DType::kFloat32,
+                                DType::kFloat64, DType::kString,  DType::kBFloat16};
 
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 bool IsFloating(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32 ||
+         dtype == DType::kFloat64;
 }
 
 // Element `i` of a numeric tensor, widened; integers stay exact up to 2^53 (TensorFlow's cast to float
@@ -47,6 +49,8 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
       return static_cast<double>(t.data<int64_t>()[i]);
     case DType::kFloat16:
       return HalfToFloat(t.data<Half>()[i]);
+    case DType::kBFloat16:
+      return BFloat16ToFloat(t.data<BFloat16>()[i]);
     case DType::kFloat32:
       return t.data<float>()[i];
     case DType::kFloat64:
@@ -87,6 +91,9 @@ Tensor CastScaled(const Tensor& from, DType to, double scale, double offset) {
         break;
       case DType::kFloat16:
         out.data<Half>()[i] = FloatToHalf(static_cast<float>(v));
+        break;
+      case DType::kBFloat16:
+        out.data<BFloat16>()[i] = FloatToBFloat16(static_cast<float>(v));
         break;
       case DType::kFloat32:
         out.data<float>()[i] = static_cast<float>(v);
@@ -378,8 +385,8 @@ absl::StatusOr<DType> ParseDTypeName(std::string_view name) {
   for (DType dtype : kAllDTypes) {
     if (DTypeName(dtype) == name) return dtype;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", Sv(name), "' (bool, uint8, int32, int64, half, float, double, string)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype '", Sv(name), "' (bool, uint8, int32, int64, half, float, double, string, bfloat16)"));
 }
 
 // Called from FindFunction, not run at static initialisation: the library is also an archive.

@@ -39,12 +39,25 @@
 
 namespace sluice {
 
-// Element type. kString holds arbitrary bytes (tf.string).
-enum class DType : uint8_t { kBool, kUInt8, kInt32, kInt64, kFloat16, kFloat32, kFloat64, kString };
+// Element type. kString holds arbitrary bytes (tf.string). The values are stable (the element codec and
+// cache files store them): new dtypes go at the end.
+enum class DType : uint8_t {
+  kBool,
+  kUInt8,
+  kInt32,
+  kInt64,
+  kFloat16,
+  kFloat32,
+  kFloat64,
+  kString,
+  kBFloat16
+};
+inline constexpr DType kLastDType = DType::kBFloat16;
 
 // Bytes per element in the buffer (sizeof(std::string) for kString).
 SLUICE_EXPORT size_t DTypeSize(DType dtype);
-// TensorFlow's name for the dtype: "bool", "uint8", "int32", "int64", "half", "float", "double", "string".
+// TensorFlow's name for the dtype: "bool", "uint8", "int32", "int64", "half", "float", "double", "string",
+// "bfloat16".
 SLUICE_EXPORT std::string_view DTypeName(DType dtype);
 
 // IEEE 754 binary16, stored as bits. Conversions round to nearest even and keep inf/NaN.
@@ -54,6 +67,16 @@ struct Half {
 };
 SLUICE_EXPORT Half FloatToHalf(float value);
 SLUICE_EXPORT float HalfToFloat(Half value);
+
+// bfloat16 (tf.bfloat16): the upper 16 bits of a float32, stored as bits. FloatToBFloat16 rounds to
+// nearest even as TensorFlow does (so large finite values can round to inf) and keeps NaN a quiet NaN;
+// BFloat16ToFloat is exact.
+struct BFloat16 {
+  uint16_t bits = 0;
+  friend bool operator==(BFloat16 a, BFloat16 b) { return a.bits == b.bits; }
+};
+SLUICE_EXPORT BFloat16 FloatToBFloat16(float value);
+SLUICE_EXPORT float BFloat16ToFloat(BFloat16 value);
 
 // The C++ element type for each DType: DTypeOf<float>::value == DType::kFloat32, etc.
 template <class T>
@@ -77,6 +100,10 @@ struct DTypeOf<int64_t> {
 template <>
 struct DTypeOf<Half> {
   static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::kBFloat16;
 };
 template <>
 struct DTypeOf<float> {

@@ -91,7 +91,10 @@ SLUICE_EXPORT absl::Status ValidateParsedExampleBatch(const ParsedExample& batch
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParsedExampleRow(const ParsedExample& batch, int64_t index);
 
 template <class T>
-concept DTypeScalar = (std::is_arithmetic_v<T> || std::same_as<T, Half>) && requires { DTypeOf<T>::value; };
+concept DTypeScalar = (std::is_arithmetic_v<T> || std::same_as<T, Half> ||
+                       std::same_as<T, BFloat16>)&&requires {
+  DTypeOf<T>::value;
+};
 template <class T>
 concept StackableComponent = std::same_as<T, Tensor> || DTypeScalar<T>;
 

@@ -199,6 +199,15 @@ struct ElementCodec<Half> {
 };
 
 template <>
+struct ElementCodec<BFloat16> {
+  static void Encode(const BFloat16& value, std::string* out) { codec_detail::PutFixed(value.bits, out); }
+  static absl::Status Decode(std::string_view* in, BFloat16* value) {
+    if (!codec_detail::GetFixed(in, &value->bits)) return codec_detail::Truncated("a bfloat16");
+    return absl::OkStatus();
+  }
+};
+
+template <>
 struct ElementCodec<std::string> {
   static void Encode(const std::string& value, std::string* out) {
     codec_detail::PutVarint(value.size(), out);
@@ -327,7 +336,7 @@ struct ElementCodec<Tensor> {
   static absl::Status Decode(std::string_view* in, Tensor* value) {
     if (in->empty()) return codec_detail::Truncated("a tensor");
     uint8_t dtype_byte = static_cast<uint8_t>(in->front());
-    if (dtype_byte > static_cast<uint8_t>(DType::kString)) {
+    if (dtype_byte > static_cast<uint8_t>(kLastDType)) {
       return absl::DataLossError(absl::StrCat("ElementCodec: unknown tensor dtype ", dtype_byte));
     }
     in->remove_prefix(1);

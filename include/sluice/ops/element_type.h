@@ -60,6 +60,7 @@ namespace sluice {
 // which every op includes. The definitions are in sluice/io/tensor.h and sluice/io/example.h.
 class Tensor;
 struct Half;
+struct BFloat16;
 struct ParsedExample;
 
 namespace element_type_detail {
@@ -112,6 +113,7 @@ SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(float, "float");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(double, "double");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(std::string, "string");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(Half, "half");
+SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(BFloat16, "bfloat16");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(Tensor, "Tensor");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(ParsedExample, "ParsedExample");
 SLUICE_ELEMENT_TYPE_DETAIL_BUILTIN(absl::Status, "Status");
