@@ -217,7 +217,7 @@ std::vector<std::string> FindShardHints(const OpNode& root) {
 }
 
 absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
-                                                int num_workers) {
+                                                int64_t num_workers) {
   ShardDecision decision;
   if (num_workers <= 1 || requested == AutoShardPolicy::kOff) return decision;
   // The consumers of a shared job already divide its elements among them: sharding again would drop data.

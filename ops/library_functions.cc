@@ -24,10 +24,6 @@
 namespace sluice {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kBool,    DType::kUInt8,   DType::kInt32,
-                                DType::kInt64,   DType::kFloat16, DType::kFloat32,
-                                DType::kFloat64, DType::kString,  DType::kBFloat16};
-
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 bool IsFloating(DType dtype) {
@@ -382,11 +378,13 @@ absl::StatusOr<DType> ParseDTypeName(std::string_view name) {
   if (name == "float32") return DType::kFloat32;
   if (name == "float64") return DType::kFloat64;
   if (name == "float16") return DType::kFloat16;
-  for (DType dtype : kAllDTypes) {
+  std::string names;
+  for (int d = 0; d <= static_cast<int>(kLastDType); ++d) {
+    const auto dtype = static_cast<DType>(d);
     if (DTypeName(dtype) == name) return dtype;
+    absl::StrAppend(&names, d == 0 ? "" : ", ", Sv(DTypeName(dtype)));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", Sv(name), "' (bool, uint8, int32, int64, half, float, double, string, bfloat16)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", Sv(name), "' (", names, ")"));
 }
 
 // Called from FindFunction, not run at static initialisation: the library is also an archive.

@@ -41,6 +41,12 @@ inline std::string TaxiEvalShard(int i) {
   return SharedTFRecord(
       absl::StrCat("tfx_chicago_taxi_csv_example_gen/Split-eval/data_tfrecord-0000", i, "-of-00012.gz"));
 }
+// Shards 0 .. n-1 of it.
+inline std::vector<std::string> TaxiEvalShards(int n) {
+  std::vector<std::string> files;
+  for (int i = 0; i < n; ++i) files.push_back(TaxiEvalShard(i));
+  return files;
+}
 
 // Every TempPath of this process starts with this prefix; at exit (each test runs in a process of its own)
 // everything in the temp folder under it is removed, files the code under test put beside them (a

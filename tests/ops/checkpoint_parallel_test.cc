@@ -221,10 +221,7 @@ TEST(CheckpointParallelTest, ParallelBatchSaveThenContinue) {
 }
 
 TEST(CheckpointParallelTest, ParseExampleSaveThenContinue) {
-  std::vector<std::string> files;
-  for (int i = 0; i < 2; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
+  std::vector<std::string> files = testing_util::TaxiEvalShards(2);
   ParseSpec spec;
   spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});
   spec.fixed.push_back({"trip_seconds", DType::kInt64, Shape({}), std::nullopt});  // missing in some
@@ -277,10 +274,7 @@ TEST(CheckpointParallelTest, ParallelInterleaveSaveThenContinue) {
 }
 
 TEST(CheckpointParallelTest, InterleaveOfFilesSaveThenContinue) {
-  std::vector<std::string> files;
-  for (int i = 0; i < 4; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
+  std::vector<std::string> files = testing_util::TaxiEvalShards(4);
   auto ds = FromVector(files)
                 .Interleave([](std::string file) { return TFRecord({file}, Compression::kGzip); }, 2, 4)
                 .Map(Size);

@@ -89,8 +89,6 @@ std::vector<std::string> SmallTFRecords() {
           testing_util::SharedTFRecord("beam_foo_bar.tfrecord")};
 }
 
-std::string TaxiShard(int i) { return testing_util::TaxiEvalShard(i); }
-
 ParseSpec TaxiSpec() {
   ParseSpec spec;
   spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});
@@ -136,7 +134,7 @@ std::string CkptCachePath() {
 
 // Taxi examples, then records that are not examples (ParseExample error elements naming their index).
 Dataset<std::string> ExampleRecords(int64_t taxi_records) {
-  return TFRecord({TaxiShard(0)}, Compression::kGzip)
+  return TFRecord({testing_util::TaxiEvalShard(0)}, Compression::kGzip)
       .Take(taxi_records)
       .Concatenate(TFRecord(SmallTFRecords()));
 }
@@ -681,10 +679,7 @@ TEST(CheckpointTest, SaveToFileRemovesStaleTemporariesOfDeadProcesses) {
 }
 
 TEST(CheckpointTest, GzipTFRecordShardsRestoreExactly) {
-  std::vector<std::string> files;
-  for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
+  std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   auto ds = TFRecord(files, Compression::kGzip)
                 .Map([](std::string s) { return static_cast<int64_t>(XxHash64(s) >> 1); })
                 .Prefetch(16);
@@ -895,10 +890,7 @@ TEST(CheckpointTest, FiguresShuffleStateSizeAndTime) {
   EXPECT_LT(state->size(), 20000u);
 
   // A file pipeline with a full Prefetch(64) of batches: the buffered batches dominate the state.
-  std::vector<std::string> files;
-  for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
+  std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   auto batches = TFRecord(files, Compression::kGzip).Batch(8).Prefetch(64);
   Iterator<std::vector<std::string>> file_it = batches.MakeIterator();
   (void)file_it.NextBlocking();

@@ -36,20 +36,12 @@ Options Compact() {
   return options;
 }
 
-std::vector<std::string> TaxiShards() {
-  std::vector<std::string> files;
-  for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
-  return files;
-}
-
 // The bytes of the shards' names. A state names the files once (the source's params), and the names'
 // length depends on where the data lies (CTest's SLUICE_SHARED_DIR is absolute): the 1 KiB the issue
 // allows a compact file-pipeline state is counted besides them.
 size_t NamesBytes() {
   size_t n = 0;
-  for (const std::string& name : TaxiShards()) n += name.size();
+  for (const std::string& name : testing_util::TaxiEvalShards(3)) n += name.size();
   return n;
 }
 
@@ -74,7 +66,7 @@ int64_t HashOf(const std::vector<int64_t>& batch) {
 // The issue's file pipeline: TFRecord -> ParseExample -> Map -> Batch -> Prefetch(64), and a last Map
 // that turns each batch into one number for comparing.
 Dataset<int64_t> FilePipeline() {
-  return TFRecord(TaxiShards(), Compression::kGzip)
+  return TFRecord(testing_util::TaxiEvalShards(3), Compression::kGzip)
       .ParseExample(FareSpec())
       .Map([](ParsedExample parsed) { return HashOf(parsed); }, "hash")
       .Batch(16)
@@ -214,7 +206,7 @@ TEST(CompactCheckpointTest, ShuffleRestoresExactlyFromMarksAndReplayedDraws) {
 
 TEST(CompactCheckpointTest, ShuffledFilePipelineStateStaysSmall) {
   const Dataset<int64_t> ds =
-      TFRecord(TaxiShards(), Compression::kGzip)
+      TFRecord(testing_util::TaxiEvalShards(3), Compression::kGzip)
           .Shuffle(256, 11)
           .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000003); }, "hash")
           .Prefetch(16);
@@ -253,7 +245,7 @@ TEST(CompactCheckpointTest, CorruptShuffleStateNeverCrashes) {
 // and the passes after it must be shuffled as they were, not as the passes the prefetch had begun.
 TEST(CompactCheckpointTest, ShuffledFileListRestoresItsPassesUnderRepeatAndPrefetch) {
   const Dataset<int64_t> ds =
-      ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/5)
+      ListFiles(testing_util::TaxiEvalShards(3), /*shuffle=*/true, /*seed=*/5)
           .Map([](std::string name) { return static_cast<int64_t>(XxHash64(name) % 1000); }, "hash_name")
           .Repeat(6)
           .Prefetch(7);
@@ -302,7 +294,7 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
       case 2: {
         const uint64_t seed = static_cast<uint64_t>(pick(100));
         *desc += absl::StrCat("ListFiles(3 shards,shuffle,", seed, ").Map(hash)");
-        return ListFiles(TaxiShards(), /*shuffle=*/true, seed).Map([](std::string name) {
+        return ListFiles(testing_util::TaxiEvalShards(3), /*shuffle=*/true, seed).Map([](std::string name) {
           return static_cast<int64_t>(XxHash64(name) % 1000);
         });
       }
@@ -459,7 +451,7 @@ TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
 // position, the input's the file list's.
 TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExactly) {
   const Dataset<int64_t> ds =
-      ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/3)
+      ListFiles(testing_util::TaxiEvalShards(3), /*shuffle=*/true, /*seed=*/3)
           .Interleave([](std::string file) { return TFRecord({file}, Compression::kGzip); }, 2, 5, "read")
           .ParseExample(FareSpec())
           .Map([](ParsedExample parsed) { return HashOf(parsed); }, "hash")
@@ -473,7 +465,7 @@ TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExa
 // slots' marks are those of the records the consumer took, not of what the workers buffered.
 TEST(CompactCheckpointTest, ParallelInterleavedFilePipelineStateStaysSmallAndRestoresExactly) {
   const Dataset<int64_t> ds =
-      ListFiles(TaxiShards(), /*shuffle=*/true, /*seed=*/3)
+      ListFiles(testing_util::TaxiEvalShards(3), /*shuffle=*/true, /*seed=*/3)
           .Interleave([](std::string file) { return TFRecord({file}, Compression::kGzip); }, 2, 5,
                       /*num_parallel_calls=*/2, /*deterministic=*/true, "read")
           .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000000007); }, "hash")
@@ -693,7 +685,7 @@ TEST(CompactCheckpointTest, NondeterministicParallelOpsAreRefused) {
 // parallel Batch -> Prefetch(64). Saves do not pause the workers; states stay under 1 KiB.
 TEST(CompactCheckpointTest, ParallelFilePipelineStateStaysSmallAndRestoresExactly) {
   const Dataset<int64_t> ds =
-      TFRecord(TaxiShards(), Compression::kGzip)
+      TFRecord(testing_util::TaxiEvalShards(3), Compression::kGzip)
           .ParseExample(FareSpec())
           .Map([](ParsedExample parsed) { return HashOf(parsed); }, kAutotune, std::nullopt, "hash")
           .Batch(16, /*drop_remainder=*/false, /*num_parallel_calls=*/2)

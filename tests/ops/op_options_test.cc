@@ -55,7 +55,7 @@ TEST(OpOptionsTest, MapAndInterleaveFields) {
   EXPECT_EQ(RootParams(parallel)["num_parallel_calls"], "2");
   EXPECT_THAT(test_ops::Values(parallel), ElementsAre(0, 2, 4, 6, 8, 10));
   EXPECT_EQ(RootParams(r.Map(Twice, {.deterministic = false}))["op"], "Map");
-  EXPECT_EQ(parallel.DebugString().find("twice") != std::string::npos, true);
+  EXPECT_THAT(parallel.DebugString(), ::testing::HasSubstr("twice"));
   // A name alone still reads as a name.
   EXPECT_EQ(RootParams(r.Map(Twice, "twice"))["op"], "Map");
 

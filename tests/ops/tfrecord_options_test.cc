@@ -26,14 +26,6 @@ using test_ops::Values;
 using ::testing::HasSubstr;
 using Records = std::vector<std::string>;
 
-std::vector<std::string> TaxiShards() {
-  std::vector<std::string> files;
-  for (int i = 0; i < 3; ++i) {
-    files.push_back(testing_util::TaxiEvalShard(i));
-  }
-  return files;
-}
-
 std::vector<Records> PerFile(const std::vector<std::string>& files) {
   std::vector<Records> out;
   for (const std::string& file : files) out.push_back(Values(TFRecord({file}, Compression::kGzip)));
@@ -61,7 +53,7 @@ Records Sorted(Records r) {
 }
 
 TEST(TFRecordOptionsTest, SequentialByDefault) {
-  const std::vector<std::string> files = TaxiShards();
+  const std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   Records all;
   for (const Records& f : PerFile(files)) all.insert(all.end(), f.begin(), f.end());
   ASSERT_GT(all.size(), 100u);
@@ -69,7 +61,7 @@ TEST(TFRecordOptionsTest, SequentialByDefault) {
 }
 
 TEST(TFRecordOptionsTest, ParallelReadsAlternateRecordsOfOpenFiles) {
-  const std::vector<std::string> files = TaxiShards();
+  const std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   const std::vector<Records> per_file = PerFile(files);
   Dataset<std::string> ds = TFRecord(files, {.compression = Compression::kGzip, .num_parallel_reads = 3});
   EXPECT_THAT(ds.DebugString(), HasSubstr("ListFiles"));
@@ -78,7 +70,7 @@ TEST(TFRecordOptionsTest, ParallelReadsAlternateRecordsOfOpenFiles) {
 
 // Fewer readers than files: every record once, each file's records in their order.
 TEST(TFRecordOptionsTest, TwoReadersOverThreeFilesKeepEachFilesOrder) {
-  const std::vector<std::string> files = TaxiShards();
+  const std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   const std::vector<Records> per_file = PerFile(files);
   for (int64_t reads : {int64_t{2}, kAutotune}) {
     Records got = Values(TFRecord(files, {.compression = Compression::kGzip, .num_parallel_reads = reads}));
@@ -97,7 +89,7 @@ TEST(TFRecordOptionsTest, TwoReadersOverThreeFilesKeepEachFilesOrder) {
 }
 
 TEST(TFRecordOptionsTest, BufferSizeReadsTheSameRecords) {
-  const std::vector<std::string> files = TaxiShards();
+  const std::vector<std::string> files = testing_util::TaxiEvalShards(3);
   const Records want = Values(TFRecord(files, Compression::kGzip));
   Dataset<std::string> small = TFRecord(files, {.compression = Compression::kGzip, .buffer_size = 4096});
   EXPECT_THAT(small.DebugString(), HasSubstr("buffer_size=4096"));
@@ -110,7 +102,7 @@ TEST(TFRecordOptionsTest, BufferSizeReadsTheSameRecords) {
 TEST(TFRecordOptionsTest, NegativeArgumentsAreTheOneError) {
   for (TFRecordOptions options :
        {TFRecordOptions{.buffer_size = -1}, TFRecordOptions{.num_parallel_reads = -5}}) {
-    auto got = Collect(TFRecord(TaxiShards(), options));
+    auto got = Collect(TFRecord(testing_util::TaxiEvalShards(3), options));
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(got[0].status().message(), HasSubstr("TFRecord"));
@@ -119,8 +111,9 @@ TEST(TFRecordOptionsTest, NegativeArgumentsAreTheOneError) {
 
 // The parallel form is made of registered parts: it serializes, rebuilds and reads the same.
 TEST(TFRecordOptionsTest, ParallelReadsArePortable) {
-  Dataset<std::string> ds = TFRecord(
-      TaxiShards(), {.compression = Compression::kGzip, .buffer_size = 65536, .num_parallel_reads = 3});
+  Dataset<std::string> ds =
+      TFRecord(testing_util::TaxiEvalShards(3),
+               {.compression = Compression::kGzip, .buffer_size = 65536, .num_parallel_reads = 3});
   absl::StatusOr<std::string> bytes = Serialize(ds);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   absl::StatusOr<AnyDataset> any = Deserialize(*bytes);
@@ -134,7 +127,7 @@ TEST(TFRecordOptionsTest, ParallelReadsArePortable) {
 // FILE sharding finds the file list under the interleave.
 TEST(TFRecordOptionsTest, FileShardingCutsTheFileList) {
   Dataset<std::string> ds =
-      TFRecord(TaxiShards(), {.compression = Compression::kGzip, .num_parallel_reads = 2});
+      TFRecord(testing_util::TaxiEvalShards(3), {.compression = Compression::kGzip, .num_parallel_reads = 2});
   auto targets = distribute::FindFileShardTargets(*ds.node());
   ASSERT_TRUE(targets.ok()) << targets.status();
   ASSERT_EQ(targets->size(), 1u);
@@ -145,7 +138,7 @@ TEST(TFRecordOptionsTest, FileShardingCutsTheFileList) {
 // Saved mid-way in compact mode (positions only) and restored: the rest, record for record.
 TEST(TFRecordOptionsTest, ParallelReadsRestoreExactly) {
   Dataset<std::string> ds =
-      TFRecord(TaxiShards(), {.compression = Compression::kGzip, .num_parallel_reads = 2});
+      TFRecord(testing_util::TaxiEvalShards(3), {.compression = Compression::kGzip, .num_parallel_reads = 2});
   const Records all = Values(ds);
   Options options;
   options.compact_checkpoints = true;

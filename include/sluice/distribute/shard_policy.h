@@ -98,7 +98,7 @@ struct ShardDecision {
 // The node paths of the graph's Shard(kShardHint, ...) placeholders, depth first.
 SLUICE_EXPORT std::vector<std::string> FindShardHints(const OpNode& root);
 SLUICE_EXPORT absl::StatusOr<ShardDecision> DecideShardPolicy(const OpNode& root, AutoShardPolicy requested,
-                                                              int num_workers);
+                                                              int64_t num_workers);
 
 }  // namespace distribute
 }  // namespace sluice

@@ -125,11 +125,7 @@ class AutoShardNode final : public Node<T>, public AutoShardOp {
       return absl::InvalidArgumentError(
           absl::StrCat("AutoShard: worker_index must be in [0, ", num_workers_, "), got ", index_));
     }
-    if (num_workers_ > (int64_t{1} << 30)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("AutoShard: num_workers ", num_workers_, " is too large"));
-    }
-    return distribute::DecideShardPolicy(*input_, policy_, static_cast<int>(num_workers_));
+    return distribute::DecideShardPolicy(*input_, policy_, num_workers_);
   }
 
   // The context for the input's streams: what FILE or HINT tells the ops below.

@@ -90,11 +90,12 @@ SLUICE_EXPORT absl::Status ValidateParsedExampleBatch(const ParsedExample& batch
 // Row `index` of a batch as one record's ParsedExample (fixed features lose dim 0; var row_lengths [1]).
 SLUICE_EXPORT absl::StatusOr<ParsedExample> ParsedExampleRow(const ParsedExample& batch, int64_t index);
 
+// A C++ type with a numeric DType (DTypeOf): numbers, Half, BFloat16.
 template <class T>
-concept DTypeScalar = (std::is_arithmetic_v<T> || std::same_as<T, Half> ||
-                       std::same_as<T, BFloat16>)&&requires {
+concept DTypeScalar = requires {
   DTypeOf<T>::value;
-};
+}
+&&(DTypeOf<T>::value != DType::kString);
 template <class T>
 concept StackableComponent = std::same_as<T, Tensor> || DTypeScalar<T>;
 

@@ -342,11 +342,9 @@ class Dataset {
   }
 
   // Interleave(f, {.cycle_length = 4, .num_parallel_calls = kAutotune}): sluice/ops/op_options.h.
+  // (num_parallel_calls 0 builds the sequential Interleave.)
   template <ops::NotFunctionHandle F>
   auto Interleave(F f, InterleaveOptions options) const {
-    if (options.num_parallel_calls == 0 && !options.deterministic.has_value()) {
-      return Interleave(std::move(f), options.cycle_length, options.block_length, std::move(options.name));
-    }
     return Interleave(std::move(f), options.cycle_length, options.block_length, options.num_parallel_calls,
                       options.deterministic, std::move(options.name));
   }

@@ -189,20 +189,14 @@ struct ElementCodec<bool> {
   }
 };
 
-template <>
-struct ElementCodec<Half> {
-  static void Encode(const Half& value, std::string* out) { codec_detail::PutFixed(value.bits, out); }
-  static absl::Status Decode(std::string_view* in, Half* value) {
-    if (!codec_detail::GetFixed(in, &value->bits)) return codec_detail::Truncated("a half");
-    return absl::OkStatus();
-  }
-};
-
-template <>
-struct ElementCodec<BFloat16> {
-  static void Encode(const BFloat16& value, std::string* out) { codec_detail::PutFixed(value.bits, out); }
-  static absl::Status Decode(std::string_view* in, BFloat16* value) {
-    if (!codec_detail::GetFixed(in, &value->bits)) return codec_detail::Truncated("a bfloat16");
+// The 16-bit floats (Half, BFloat16): their bits.
+template <class T>
+requires std::same_as<T, Half> || std::same_as<T, BFloat16>
+struct ElementCodec<T> {
+  static void Encode(const T& value, std::string* out) { codec_detail::PutFixed(value.bits, out); }
+  static absl::Status Decode(std::string_view* in, T* value) {
+    if (!codec_detail::GetFixed(in, &value->bits))
+      return codec_detail::Truncated(DTypeName(DTypeOf<T>::value));
     return absl::OkStatus();
   }
 };

@@ -14,9 +14,9 @@
 //   ChooseFromDatasets, FromVector (with a codec), Error, and Zip when T is a pair or tuple. Ops whose
 //   result type (Batched<T>, pair<int64,T>) has no name are skipped. Later ops over a result type need that
 //   type registered too (compositions are registered one by one).
-// - SLUICE_REGISTER_FUNCTION(handle, factory): handle is a sluice::Function<Sig>; factory(const
-// FunctionArgs&)
-//   returns a callable convertible to std::function<Sig> (or absl::StatusOr of one). Registers builders for
+// - SLUICE_REGISTER_FUNCTION(handle, factory): handle is a sluice::Function<Sig>;
+//   factory(const FunctionArgs&) returns a callable convertible to std::function<Sig> (or absl::StatusOr of
+//   one). Registers builders for
 //   the ops that can hold a function of that signature: R(T) for Map and parallel Map; bool(T) also for
 //   Filter and TakeWhile; an integer (T) also for BucketBySequenceLength; Dataset<U>(T) also for
 //   Interleave, FlatMap and parallel Interleave;
