@@ -20,6 +20,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace auto_shard_test_file {
 namespace {
 
 using ::testing::ElementsAre;
@@ -245,4 +246,5 @@ TEST_F(AutoShardPathTest, DistributedIteratorsResolveTheConfiguredPath) {
 }
 
 }  // namespace
+}  // namespace auto_shard_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace distributed_epochs_test_file {
 namespace {
 
 // Every element an iterator yields, its replicas' pieces in order.
@@ -77,4 +78,5 @@ TEST(DistributedEpochsTest, IteratorsAliveAtOnceKeepTheirOwnEpochs) {
 }
 
 }  // namespace
+}  // namespace distributed_epochs_test_file
 }  // namespace sluice

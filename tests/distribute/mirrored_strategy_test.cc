@@ -25,6 +25,7 @@
 #include "sluice/io/tensor.h"
 
 namespace sluice {
+namespace mirrored_strategy_test_file {
 namespace {
 
 using ::testing::ElementsAre;
@@ -577,4 +578,5 @@ TEST(RunTest, StatusResultsAndExceptionsPropagate) {
 }
 
 }  // namespace
+}  // namespace mirrored_strategy_test_file
 }  // namespace sluice

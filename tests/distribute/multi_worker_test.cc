@@ -22,6 +22,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace multi_worker_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -404,4 +405,5 @@ TEST(InProcessWorkerAgreementTest, WorkerLeavingAbortsTheOthers) {
 }
 
 }  // namespace
+}  // namespace multi_worker_test_file
 }  // namespace sluice

@@ -12,6 +12,7 @@
 #include "sluice/distribute/input_context.h"
 
 namespace sluice::distribute {
+namespace rebatch_test_file {
 namespace {
 
 using ::testing::ElementsAre;
@@ -227,4 +228,5 @@ TEST(ValueContextTest, Defaults) {
 }
 
 }  // namespace
+}  // namespace rebatch_test_file
 }  // namespace sluice::distribute

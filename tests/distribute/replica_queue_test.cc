@@ -19,6 +19,7 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice::distribute {
+namespace replica_queue_test_file {
 namespace {
 
 #if defined(SLUICE_SANITIZED_BUILD)
@@ -480,4 +481,5 @@ TEST(ReplicaQueuesTest, CloseEndsEveryReplica) {
 }
 
 }  // namespace
+}  // namespace replica_queue_test_file
 }  // namespace sluice::distribute

@@ -14,6 +14,7 @@
 #include "tests/sanitized_build.h"
 
 namespace sluice {
+namespace async_event_test_file {
 namespace {
 
 Task<absl::Status> WaitOnce(AsyncEvent* event) { co_return co_await event->Wait(); }
@@ -135,4 +136,5 @@ TEST(AsyncEventTest, CancelRacingWithSet) {
 }
 
 }  // namespace
+}  // namespace async_event_test_file
 }  // namespace sluice

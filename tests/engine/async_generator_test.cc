@@ -11,6 +11,7 @@
 #include "sluice/engine/task.h"
 
 namespace sluice {
+namespace async_generator_test_file {
 namespace {
 
 AsyncGenerator<int> Count(int n) {
@@ -194,4 +195,5 @@ TEST(AsyncGeneratorTest, SeesConsumersStopToken) {
 }
 
 }  // namespace
+}  // namespace async_generator_test_file
 }  // namespace sluice

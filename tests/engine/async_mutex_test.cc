@@ -16,6 +16,7 @@
 #include "tests/sanitized_build.h"
 
 namespace sluice {
+namespace async_mutex_test_file {
 namespace {
 
 // Takes the lock, records the order it got it in, and holds it until *release is set... by keeping the
@@ -182,4 +183,5 @@ TEST(AsyncMutexTest, CancellationStorm) {
 }
 
 }  // namespace
+}  // namespace async_mutex_test_file
 }  // namespace sluice

@@ -15,6 +15,7 @@
 #include "sluice/engine/task.h"
 
 namespace sluice {
+namespace async_scope_test_file {
 namespace {
 
 // A tiny stand-in for a pool: one thread resuming parked coroutines in FIFO order.
@@ -169,4 +170,5 @@ TEST(AsyncScopeTest, SpawnFromManyThreads) {
 }
 
 }  // namespace
+}  // namespace async_scope_test_file
 }  // namespace sluice

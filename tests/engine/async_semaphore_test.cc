@@ -15,6 +15,7 @@
 #include "tests/sanitized_build.h"
 
 namespace sluice {
+namespace async_semaphore_test_file {
 namespace {
 
 Task<void> AcquireInto(AsyncSemaphore* sem, int id, std::vector<int>* order, std::optional<absl::Status>* out) {
@@ -171,4 +172,5 @@ TEST(AsyncSemaphoreTest, CancelRacingWithRelease) {
 }
 
 }  // namespace
+}  // namespace async_semaphore_test_file
 }  // namespace sluice

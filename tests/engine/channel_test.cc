@@ -23,6 +23,7 @@
 #include "tests/sanitized_build.h"
 
 namespace sluice {
+namespace channel_test_file {
 namespace {
 
 // Test coroutines are free functions: no capturing lambda coroutines (STYLE.md).
@@ -691,4 +692,5 @@ TEST(ChannelTest, CancelledWaiterResumesOnExecutor) {
 }
 
 }  // namespace
+}  // namespace channel_test_file
 }  // namespace sluice

@@ -30,6 +30,7 @@ namespace sluice {
 // Failure messages name the level (found by argument-dependent lookup, so outside the unnamed namespace).
 void PrintTo(LogLevel level, std::ostream* os) { *os << LogLevelName(level); }
 
+namespace log_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -361,4 +362,5 @@ TEST(LogEnvironmentDeathTest, InvalidValueFallsBackToWarningAndSaysSoOnce) {
 }
 
 }  // namespace
+}  // namespace log_test_file
 }  // namespace sluice

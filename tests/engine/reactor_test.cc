@@ -30,6 +30,7 @@
 #include "sluice/engine/when_all.h"
 
 namespace sluice {
+namespace reactor_test_file {
 namespace {
 
 #if defined(SLUICE_SANITIZED_BUILD)
@@ -626,4 +627,5 @@ TEST(ReactorCreateTest, DefaultReactorWorks) {
 }
 
 }  // namespace
+}  // namespace reactor_test_file
 }  // namespace sluice

@@ -10,6 +10,7 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
+namespace run_loop_test_file {
 namespace {
 
 Task<int> Answer() { co_return 42; }
@@ -85,4 +86,5 @@ TEST(RunLoopTest, SeveralLoopsShareAPool) {
 }
 
 }  // namespace
+}  // namespace run_loop_test_file
 }  // namespace sluice

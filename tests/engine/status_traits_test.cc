@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::detail {
+namespace status_traits_test_file {
 namespace {
 
 absl::Status StatusOf(void (*thrower)(), std::string_view where = "") {
@@ -36,4 +37,5 @@ TEST(StatusTraitsTest, OtherExceptionsAreInternalWithTheirMessage) {
 }
 
 }  // namespace
+}  // namespace status_traits_test_file
 }  // namespace sluice::detail

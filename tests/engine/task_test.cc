@@ -11,6 +11,7 @@
 #include "sluice/engine/sync_wait.h"
 
 namespace sluice {
+namespace task_test_file {
 namespace {
 
 Task<int> FortyTwo() { co_return 42; }
@@ -120,4 +121,5 @@ TEST(TaskTest, StopTokenReachesNestedTasks) {
 }
 
 }  // namespace
+}  // namespace task_test_file
 }  // namespace sluice

@@ -23,6 +23,7 @@
 #include "sluice/engine/when_all.h"
 
 namespace sluice {
+namespace thread_pool_test_file {
 namespace {
 
 using ::testing::ElementsAre;
@@ -449,4 +450,5 @@ TEST(ThreadPoolTest, ConcurrentRoundTripsFromPlainThreads) {
 }
 
 }  // namespace
+}  // namespace thread_pool_test_file
 }  // namespace sluice

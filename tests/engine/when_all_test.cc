@@ -18,6 +18,7 @@
 #include "sluice/engine/task.h"
 
 namespace sluice {
+namespace when_all_test_file {
 namespace {
 
 Task<int> Value(int v) { co_return v; }
@@ -172,4 +173,5 @@ TEST(WhenAllTest, ManyChildrenCompletingConcurrently) {
 }
 
 }  // namespace
+}  // namespace when_all_test_file
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #include "examples/data_service/functions.h"
 
 namespace data_service_example {
+namespace data_service_example_test_file {
 namespace {
 
 TEST(DataServiceExampleTest, OneWorkerGivesTheReferenceSequence) {
@@ -37,4 +38,5 @@ TEST(DataServiceExampleTest, UnreachableDispatcherIsAnError) {
 }
 
 }  // namespace
+}  // namespace data_service_example_test_file
 }  // namespace data_service_example

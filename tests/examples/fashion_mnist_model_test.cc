@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 namespace fashion_mnist {
+namespace fashion_mnist_model_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -432,4 +433,5 @@ TEST(FashionMnistModelTest, Defaults) {
 }
 
 }  // namespace
+}  // namespace fashion_mnist_model_test_file
 }  // namespace fashion_mnist

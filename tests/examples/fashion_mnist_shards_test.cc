@@ -17,6 +17,7 @@
 #include "tools/sluice/convert.h"
 
 namespace fashion_mnist {
+namespace fashion_mnist_shards_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -152,4 +153,5 @@ TEST(ShardsTest, GlobCharactersInTheFolderNameAreLiteral) {
 }
 
 }  // namespace
+}  // namespace fashion_mnist_shards_test_file
 }  // namespace fashion_mnist

@@ -28,6 +28,7 @@
 #include "tools/sluice/convert.h"
 
 namespace fashion_mnist {
+namespace fashion_mnist_trainer_test_file {
 namespace {
 
 using sluice::Tensor;
@@ -347,4 +348,5 @@ TEST_F(TrainerTest, OutOfMemoryIsReportedNotAborted) {
 }
 
 }  // namespace
+}  // namespace fashion_mnist_trainer_test_file
 }  // namespace fashion_mnist

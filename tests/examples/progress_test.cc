@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace fashion_mnist {
+namespace progress_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -226,4 +227,5 @@ TEST(ProgressTest, RunSummary) {
 }
 
 }  // namespace
+}  // namespace progress_test_file
 }  // namespace fashion_mnist

@@ -16,6 +16,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice::bfloat16_test {
+namespace bfloat16_test_file {
 namespace {
 
 uint32_t Bits(float f) {
@@ -119,4 +120,5 @@ TEST(BFloat16Test, DecodeRawAndCastByName) {
 }
 
 }  // namespace
+}  // namespace bfloat16_test_file
 }  // namespace sluice::bfloat16_test

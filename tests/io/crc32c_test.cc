@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::io {
+namespace crc32c_test_file {
 namespace {
 
 std::vector<unsigned char> Filled(size_t n, unsigned char v) { return std::vector<unsigned char>(n, v); }
@@ -128,4 +129,5 @@ TEST(Crc32cTest, DetectsSingleBitFlips) {
 }
 
 }  // namespace
+}  // namespace crc32c_test_file
 }  // namespace sluice::io

@@ -20,6 +20,7 @@
 #include "sluice/io/tensor.h"
 
 namespace sluice {
+namespace example_parser_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -865,4 +866,5 @@ TEST(ExampleParserTest, TorchdataSequenceExamplesMatchSidecar) {
 }
 
 }  // namespace
+}  // namespace example_parser_test_file
 }  // namespace sluice

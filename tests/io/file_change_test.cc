@@ -33,6 +33,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace file_change_test_file {
 namespace {
 
 using testing_util::BackendName;
@@ -224,4 +225,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, FileChangeTest, ::testing::Values(IoBackend::
                          BackendName);
 
 }  // namespace
+}  // namespace file_change_test_file
 }  // namespace sluice

@@ -25,6 +25,7 @@
 #include "sluice/engine/sync_wait.h"
 
 namespace sluice {
+namespace file_test_file {
 namespace {
 
 using testing_util::BackendName;
@@ -164,4 +165,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, FileTest, ::testing::Values(IoBackend::kUring
                          BackendName);
 
 }  // namespace
+}  // namespace file_test_file
 }  // namespace sluice

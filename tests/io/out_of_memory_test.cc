@@ -31,6 +31,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace out_of_memory_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -161,4 +162,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, OutOfMemoryTest, ::testing::Values(IoBackend:
                          BackendName);
 
 }  // namespace
+}  // namespace out_of_memory_test_file
 }  // namespace sluice

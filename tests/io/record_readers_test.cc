@@ -31,6 +31,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace record_readers_test_file {
 namespace {
 
 using testing_util::BackendModeName;
@@ -919,4 +920,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, FixedLengthTest, BackendModeValues(), Backend
 INSTANTIATE_TEST_SUITE_P(Backends, TFRecordTest, BackendModeValues(), BackendModeName);
 
 }  // namespace
+}  // namespace record_readers_test_file
 }  // namespace sluice

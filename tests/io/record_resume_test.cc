@@ -22,6 +22,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace record_resume_test_file {
 namespace {
 
 using testing_util::Compress;
@@ -397,4 +398,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, TextLineResumeTest, BackendModeValues(), Back
 INSTANTIATE_TEST_SUITE_P(Backends, FixedLengthResumeTest, BackendModeValues(), BackendModeName);
 
 }  // namespace
+}  // namespace record_resume_test_file
 }  // namespace sluice

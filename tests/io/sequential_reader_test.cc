@@ -31,6 +31,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace sequential_reader_test_file {
 namespace {
 
 using testing_util::BackendModeName;
@@ -372,4 +373,5 @@ TEST_P(SequentialReaderTest, UnmappableWindowFallsBackToReads) {
 INSTANTIATE_TEST_SUITE_P(Backends, SequentialReaderTest, BackendModeValues(), BackendModeName);
 
 }  // namespace
+}  // namespace sequential_reader_test_file
 }  // namespace sluice

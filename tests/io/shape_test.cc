@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice {
+namespace shape_test_file {
 namespace {
 
 std::vector<int64_t> Dims(const Shape& shape) { return shape.dims(); }
@@ -134,4 +135,5 @@ TEST(ShapeTest, DimsConvertToAVector) {
 }
 
 }  // namespace
+}  // namespace shape_test_file
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::detail {
+namespace tensor_buffer_pool_test_file {
 namespace {
 
 bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kTensorBlockAlignment == 0; }
@@ -177,4 +178,5 @@ TEST_F(TensorBufferPoolTest, ConcurrentProducersAndConsumers) {
 }
 
 }  // namespace
+}  // namespace tensor_buffer_pool_test_file
 }  // namespace sluice::detail

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice {
+namespace tensor_test_file {
 namespace {
 
 bool IsAligned64(const void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
@@ -272,4 +273,5 @@ TEST(TensorDeathTest, WrongElementTypeAborts) {
 }
 
 }  // namespace
+}  // namespace tensor_test_file
 }  // namespace sluice

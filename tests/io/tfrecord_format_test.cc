@@ -19,6 +19,7 @@
 #include "io/tfrecord_writer.h"
 
 namespace sluice::io {
+namespace tfrecord_format_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -508,4 +509,5 @@ TEST(TFRecordFormatTest, FuzzMutatedValidStreams) {
 }
 
 }  // namespace
+}  // namespace tfrecord_format_test_file
 }  // namespace sluice::io

@@ -19,6 +19,7 @@
 #include "sluice/io/tfrecord.h"
 
 namespace sluice::io {
+namespace tfrecord_shared_data_test_file {
 namespace {
 
 namespace fs = std::filesystem;
@@ -355,4 +356,5 @@ TEST_F(SharedDataTest, MutatedRealFilesNeverCrash) {
 }
 
 }  // namespace
+}  // namespace tfrecord_shared_data_test_file
 }  // namespace sluice::io

@@ -14,6 +14,7 @@
 #include "sluice/io/tfrecord.h"
 
 namespace sluice {
+namespace tfrecord_writer_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -223,4 +224,5 @@ TEST(TFRecordBufferWriterTest, FramingMatchesAppendTFRecord) {
 }
 
 }  // namespace
+}  // namespace tfrecord_writer_test_file
 }  // namespace sluice

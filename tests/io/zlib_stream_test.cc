@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::io {
+namespace zlib_stream_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -354,4 +355,5 @@ TEST(ZlibStreamTest, MovedInflaterKeepsWorking) {
 }
 
 }  // namespace
+}  // namespace zlib_stream_test_file
 }  // namespace sluice::io

@@ -17,6 +17,7 @@
 #include "sluice/ops/dataset.h"
 
 namespace sluice {
+namespace async_teardown_test_file {
 namespace {
 
 // A deadlock cannot be joined, so it fails the test by ending the process instead of hanging the suite.
@@ -132,4 +133,5 @@ TEST(AsyncTeardownTest, TheIteratorWaitsForHandedOffTeardowns) {
 }
 
 }  // namespace
+}  // namespace async_teardown_test_file
 }  // namespace sluice

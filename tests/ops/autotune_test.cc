@@ -14,6 +14,7 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
+namespace autotune_test_file {
 namespace {
 
 using Sample = HillClimber::Sample;
@@ -288,4 +289,5 @@ TEST(TunerTest, PrefetchStreamIsABufferTunable) {
 }
 
 }  // namespace
+}  // namespace autotune_test_file
 }  // namespace sluice

@@ -14,6 +14,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace batch_tensor_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -217,4 +218,5 @@ TEST(BatchDestructionTest, DestroyedMidStreamWithWorkInFlight) {
 }
 
 }  // namespace
+}  // namespace batch_tensor_test_file
 }  // namespace sluice

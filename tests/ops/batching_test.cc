@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice {
+namespace batching_test_file {
 namespace {
 
 static_assert(IsBatchable<std::vector<int>>);
@@ -125,4 +126,5 @@ TEST(BatchTraitsTest, ParsedExampleRowsSlicesAndConcat) {
 }
 
 }  // namespace
+}  // namespace batching_test_file
 }  // namespace sluice

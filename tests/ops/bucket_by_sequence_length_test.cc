@@ -11,6 +11,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace bucket_by_sequence_length_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -144,4 +145,5 @@ TEST(BucketBySequenceLengthTest, DestroyedMidStreamWithWorkInFlight) {
 }
 
 }  // namespace
+}  // namespace bucket_by_sequence_length_test_file
 }  // namespace sluice

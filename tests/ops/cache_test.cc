@@ -26,6 +26,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace cache_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -78,20 +79,28 @@ struct UnnamedString {
 };
 
 }  // namespace
+}  // namespace cache_test_file
 
 template <>
-struct ElementCodec<UnnamedInt> {
-  static void Encode(const UnnamedInt& x, std::string* out) { ElementCodec<int64_t>::Encode(x.v, out); }
-  static absl::Status Decode(std::string_view* in, UnnamedInt* x) { return ElementCodec<int64_t>::Decode(in, &x->v); }
+struct ElementCodec<cache_test_file::UnnamedInt> {
+  static void Encode(const cache_test_file::UnnamedInt& x, std::string* out) {
+    ElementCodec<int64_t>::Encode(x.v, out);
+  }
+  static absl::Status Decode(std::string_view* in, cache_test_file::UnnamedInt* x) {
+    return ElementCodec<int64_t>::Decode(in, &x->v);
+  }
 };
 template <>
-struct ElementCodec<UnnamedString> {
-  static void Encode(const UnnamedString& x, std::string* out) { ElementCodec<std::string>::Encode(x.v, out); }
-  static absl::Status Decode(std::string_view* in, UnnamedString* x) {
+struct ElementCodec<cache_test_file::UnnamedString> {
+  static void Encode(const cache_test_file::UnnamedString& x, std::string* out) {
+    ElementCodec<std::string>::Encode(x.v, out);
+  }
+  static absl::Status Decode(std::string_view* in, cache_test_file::UnnamedString* x) {
     return ElementCodec<std::string>::Decode(in, &x->v);
   }
 };
 
+namespace cache_test_file {
 namespace {
 
 // A fresh cache path for each test, with any leftovers of an earlier run removed.
@@ -447,4 +456,5 @@ TEST(FileCacheTest, DestroyedMidStreamWithWorkInFlight) {
 }
 
 }  // namespace
+}  // namespace cache_test_file
 }  // namespace sluice

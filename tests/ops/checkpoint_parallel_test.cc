@@ -23,6 +23,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace checkpoint_parallel_test_file {
 namespace {
 
 using checkpoint_testing::Elements;
@@ -351,4 +352,5 @@ TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
 }
 
 }  // namespace
+}  // namespace checkpoint_parallel_test_file
 }  // namespace sluice

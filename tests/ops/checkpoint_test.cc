@@ -35,6 +35,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace checkpoint_test_file {
 namespace {
 
 using checkpoint_testing::Elements;
@@ -902,4 +903,5 @@ TEST(CheckpointTest, FiguresShuffleStateSizeAndTime) {
 }
 
 }  // namespace
+}  // namespace checkpoint_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "sluice/ops/user_function_stop.h"
 
 namespace sluice {
+namespace close_timeout_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -126,4 +127,5 @@ TEST(UserFunctionStopTest, ATimedCloseThatFinishesInTimeIsOk) {
 }
 
 }  // namespace
+}  // namespace close_timeout_test_file
 }  // namespace sluice

@@ -18,6 +18,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace dataset_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -311,9 +312,11 @@ TEST(DatasetTest, OneDefinitionManyConcurrentIterators) {
 }
 
 }  // namespace
+}  // namespace dataset_test_file
 }  // namespace sluice
 
 namespace sluice {
+namespace dataset_test_file {
 namespace {
 
 std::vector<int64_t> Sorted(std::vector<int64_t> v) {
@@ -456,4 +459,5 @@ TEST(TakeWhileUnbatchTest, Basics) {
 }
 
 }  // namespace
+}  // namespace dataset_test_file
 }  // namespace sluice

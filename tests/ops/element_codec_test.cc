@@ -17,6 +17,7 @@
 #include "sluice/ops/shuffle.h"
 
 namespace sluice {
+namespace element_codec_test_file {
 namespace {
 
 template <class T>
@@ -390,4 +391,5 @@ TEST(ElementCodecTest, FuzzedInputNeverCrashes) {
 }
 
 }  // namespace
+}  // namespace element_codec_test_file
 }  // namespace sluice

@@ -56,6 +56,7 @@ SLUICE_REGISTER_ELEMENT_TYPE(std::pair<int64_t, std::vector<Point>>);
 }  // namespace registry_test
 
 namespace sluice {
+namespace element_type_registry_test_file {
 namespace {
 
 using registry_test::Handle;
@@ -160,4 +161,5 @@ TEST(ElementTypeRegistryDeathTest, StartupRegistrationOfATakenNameAborts) {
 }
 
 }  // namespace
+}  // namespace element_type_registry_test_file
 }  // namespace sluice

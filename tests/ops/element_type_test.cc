@@ -34,6 +34,7 @@ struct Unnamed {};
 }  // namespace test_types
 
 namespace sluice {
+namespace element_type_test_file {
 namespace {
 
 TEST(ElementTypeTest, BuiltinNames) {
@@ -107,4 +108,5 @@ TEST(ElementTypeTest, NodesReportTheirElementType) {
 }
 
 }  // namespace
+}  // namespace element_type_test_file
 }  // namespace sluice

@@ -21,6 +21,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace file_sources_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -213,4 +214,5 @@ TEST(FileSourceParamsTest, ReadModeIsAParamAndEveryModeReads) {
 }
 
 }  // namespace
+}  // namespace file_sources_test_file
 }  // namespace sluice

@@ -16,6 +16,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace fixed_length_records_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -112,4 +113,5 @@ TEST(FixedLengthRecordsTest, DestroyedMidStream) {
 }
 
 }  // namespace
+}  // namespace fixed_length_records_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace from_generator_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -169,4 +170,5 @@ TEST(FromGeneratorTest, DestroyedMidStream) {
 }
 
 }  // namespace
+}  // namespace from_generator_test_file
 }  // namespace sluice

@@ -61,6 +61,7 @@ SLUICE_REGISTER_DATASET(kSquares, [](const sluice::FunctionArgs& args) -> absl::
 }  // namespace graph_test
 
 namespace sluice {
+namespace graph_test_file {
 namespace {
 
 using graph_test::kAddN;
@@ -386,4 +387,5 @@ TEST(GraphTest, GraphTextShowsPathsOpsTypesAndParams) {
 }
 
 }  // namespace
+}  // namespace graph_test_file
 }  // namespace sluice

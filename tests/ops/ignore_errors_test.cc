@@ -13,6 +13,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace ignore_errors_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -90,4 +91,5 @@ TEST(IgnoreErrorsTest, DestroyedMidStream) {
 }
 
 }  // namespace
+}  // namespace ignore_errors_test_file
 }  // namespace sluice

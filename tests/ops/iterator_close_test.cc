@@ -15,6 +15,7 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
+namespace iterator_close_test_file {
 namespace {
 
 struct Slow {
@@ -120,4 +121,5 @@ TEST(IteratorCloseTest, CloseFromAPlainThreadThenMoveAndDestroy) {
 }
 
 }  // namespace
+}  // namespace iterator_close_test_file
 }  // namespace sluice

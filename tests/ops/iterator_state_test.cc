@@ -13,6 +13,7 @@
 #include "sluice/ops/op_node.h"
 
 namespace sluice {
+namespace iterator_state_test_file {
 namespace {
 
 using NodeKey = IteratorState::NodeKey;
@@ -150,4 +151,5 @@ TEST(IteratorStateTest, EveryIteratorContextHasItsOwn) {
 }
 
 }  // namespace
+}  // namespace iterator_state_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace library_functions_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -193,4 +194,5 @@ TEST(LibraryFunctionsTest, PipelineRebuildsFromItsGraphWithTheSameElements) {
 }
 
 }  // namespace
+}  // namespace library_functions_test_file
 }  // namespace sluice

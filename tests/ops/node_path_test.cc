@@ -13,6 +13,7 @@
 #include "sluice/ops/op_node.h"
 
 namespace sluice {
+namespace node_path_test_file {
 namespace {
 
 using ::testing::ElementsAre;
@@ -129,4 +130,5 @@ TEST(NodePathTest, DeepChainsAreWalkedToTheLeaf) {
 }
 
 }  // namespace
+}  // namespace node_path_test_file
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace padded_batch_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -131,4 +132,5 @@ TEST(PaddedBatchTest, DebugStringAndDestructionMidStream) {
 }
 
 }  // namespace
+}  // namespace padded_batch_test_file
 }  // namespace sluice

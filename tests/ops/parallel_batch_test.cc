@@ -10,6 +10,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace parallel_batch_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -99,4 +100,5 @@ TEST(ParallelBatchTest, DestroyedMidStreamWithStackingInFlight) {
 }
 
 }  // namespace
+}  // namespace parallel_batch_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "sluice/ops/dataset.h"
 
 namespace sluice {
+namespace parallel_interleave_test_file {
 namespace {
 
 #if defined(SLUICE_SANITIZED_BUILD)
@@ -217,4 +218,5 @@ TEST(ParallelInterleaveTest, DestroyMidStreamWithAsyncSubDatasets) {
 }
 
 }  // namespace
+}  // namespace parallel_interleave_test_file
 }  // namespace sluice

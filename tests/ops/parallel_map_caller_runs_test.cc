@@ -22,6 +22,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace parallel_map_caller_runs_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -192,4 +193,5 @@ TEST(ParallelMapCallerRunsTest, FixedParallelismNeverRunsOnTheConsumer) {
 }
 
 }  // namespace
+}  // namespace parallel_map_caller_runs_test_file
 }  // namespace sluice

@@ -21,6 +21,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace parallel_map_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -321,4 +322,5 @@ TEST(ParallelMapTest, AutotuneRunsAndKeepsOrder) {
 }
 
 }  // namespace
+}  // namespace parallel_map_test_file
 }  // namespace sluice

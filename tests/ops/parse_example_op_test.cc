@@ -10,6 +10,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace parse_example_op_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -135,4 +136,5 @@ TEST(ParseExampleOpTest, DebugStringAndDestructionMidStream) {
 }
 
 }  // namespace
+}  // namespace parse_example_op_test_file
 }  // namespace sluice

@@ -10,6 +10,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace rebatch_op_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -141,4 +142,5 @@ TEST(RebatchTest, ParsedExamplesAndDestructionMidStream) {
 }
 
 }  // namespace
+}  // namespace rebatch_op_test_file
 }  // namespace sluice

@@ -13,6 +13,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace sample_choose_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -223,4 +224,5 @@ TEST(SampleFromDatasetsTest, RerandomizeEachIterationDrawsASequencePerEpoch) {
 }
 
 }  // namespace
+}  // namespace sample_choose_test_file
 }  // namespace sluice

@@ -13,6 +13,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace scan_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -83,4 +84,5 @@ TEST(ScanTest, DestroyedMidStream) {
 }
 
 }  // namespace
+}  // namespace scan_test_file
 }  // namespace sluice

@@ -17,6 +17,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace shuffle_iterators_test_file {
 namespace {
 
 using test_ops::Values;
@@ -149,4 +150,5 @@ TEST(ShuffleIteratorsTest, InnerShufflesOfAnInterleaveStartAfresh) {
 }
 
 }  // namespace
+}  // namespace shuffle_iterators_test_file
 }  // namespace sluice

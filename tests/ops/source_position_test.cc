@@ -28,6 +28,7 @@ namespace sluice {
 
 void PrintTo(const SourcePosition& p, std::ostream* os) { *os << "{" << p.index << ", " << p.offset << "}"; }
 
+namespace source_position_test_file {
 namespace {
 
 using ops::FromVectorNode;
@@ -302,4 +303,5 @@ TEST(SourcePositionTest, ListFilesKeepsShuffleOrdersAndResumesAPass) {
 }
 
 }  // namespace
+}  // namespace source_position_test_file
 }  // namespace sluice

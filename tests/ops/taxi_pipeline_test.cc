@@ -11,6 +11,7 @@
 #include "tests/test_util.h"
 
 namespace sluice {
+namespace taxi_pipeline_test_file {
 namespace {
 
 constexpr int64_t kTrainRecords = 9909;
@@ -154,4 +155,5 @@ TEST(TaxiPipelineTest, UnbatchAndRebatchKeepEveryRecord) {
 }
 
 }  // namespace
+}  // namespace taxi_pipeline_test_file
 }  // namespace sluice

@@ -14,6 +14,7 @@
 #include "tests/ops/test_helpers.h"
 
 namespace sluice {
+namespace tf_doc_examples_test_file {
 namespace {
 
 using test_ops::Collect;
@@ -210,4 +211,5 @@ TEST(TfDocExamplesTest, CardinalityRules) {
 }
 
 }  // namespace
+}  // namespace tf_doc_examples_test_file
 }  // namespace sluice

@@ -19,6 +19,7 @@
 #include "tools/sluice/cli.h"
 
 namespace sluice::tools {
+namespace bench_command_test_file {
 namespace {
 
 CliRun Bench(const BenchOptions& options) {
@@ -273,4 +274,5 @@ TEST(BenchCommandTest, PlotWritesAPngWhereMatplotlibIsInstalled) {
 }
 
 }  // namespace
+}  // namespace bench_command_test_file
 }  // namespace sluice::tools

@@ -13,6 +13,7 @@
 #include "tools/sluice/bench_scenario.h"
 
 namespace sluice::tools {
+namespace bench_stats_test_file {
 namespace {
 
 TEST(BenchStatsTest, MedianMinMaxOfOddAndEvenCounts) {
@@ -144,4 +145,5 @@ TEST(BenchStatsTest, TableAndJsonShowMediansRatiosAndEverySample) {
 }
 
 }  // namespace
+}  // namespace bench_stats_test_file
 }  // namespace sluice::tools

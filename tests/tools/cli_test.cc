@@ -12,6 +12,7 @@
 #include "tests/tools/cli_run.h"
 
 namespace sluice::tools {
+namespace cli_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -110,4 +111,5 @@ TEST(CliTest, FlagValuesTakeBothForms) {
 }
 
 }  // namespace
+}  // namespace cli_test_file
 }  // namespace sluice::tools

@@ -23,6 +23,7 @@
 #include "tools/sluice/idx.h"
 
 namespace sluice::tools {
+namespace convert_test_file {
 namespace {
 
 using ::testing::AllOf;
@@ -501,4 +502,5 @@ TEST_F(RealDataTest, SliceRoundTrip) { CheckRoundTrip(Compression::kNone); }
 TEST_F(RealDataTest, SliceRoundTripGzip) { CheckRoundTrip(Compression::kGzip); }
 
 }  // namespace
+}  // namespace convert_test_file
 }  // namespace sluice::tools

@@ -17,6 +17,7 @@
 #include "tools/sluice/cli.h"
 
 namespace sluice::tools {
+namespace graph_command_test_file {
 namespace {
 
 template <class T>
@@ -95,4 +96,5 @@ TEST(GraphCommandTest, TwoProcessesPrintTheSameFingerprintWhichFollowsParams) {
 #endif
 
 }  // namespace
+}  // namespace graph_command_test_file
 }  // namespace sluice::tools

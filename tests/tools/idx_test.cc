@@ -15,6 +15,7 @@
 #include "io/zlib_stream.h"
 
 namespace sluice::io {
+namespace idx_test_file {
 namespace {
 
 using ::testing::AllOf;
@@ -254,4 +255,5 @@ TEST(IdxRealDataTest, FashionMnistHeaders) {
 }
 
 }  // namespace
+}  // namespace idx_test_file
 }  // namespace sluice::io

@@ -25,6 +25,7 @@
 #include "tools/sluice/cli.h"
 
 namespace sluice::tools {
+namespace inspect_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -551,4 +552,5 @@ TEST(RecordRangeTest, Parses) {
 }
 
 }  // namespace
+}  // namespace inspect_test_file
 }  // namespace sluice::tools

@@ -9,6 +9,7 @@
 #include "sluice/io/example.h"
 
 namespace sluice::tools {
+namespace record_display_test_file {
 namespace {
 
 using ::testing::HasSubstr;
@@ -125,4 +126,5 @@ TEST(RecordDisplayTest, PrintsFeaturesAndCutsLongLists) {
 }
 
 }  // namespace
+}  // namespace record_display_test_file
 }  // namespace sluice::tools

@@ -16,6 +16,7 @@
 #include "tests/distribute/service/service_test_util.h"
 
 namespace sluice::service {
+namespace service_agreement_test_file {
 namespace {
 
 using testing::Cluster;
@@ -140,4 +141,5 @@ TEST(ServiceAgreementTest, UnreachableDispatcherIsUnavailable) {
 }
 
 }  // namespace
+}  // namespace service_agreement_test_file
 }  // namespace sluice::service

@@ -12,6 +12,7 @@
 #include "sluice/ops/graph.h"
 
 namespace sluice::service {
+namespace service_dispatcher_test_file {
 namespace {
 
 std::string GraphOf(const Dataset<int64_t>& ds) {
@@ -254,4 +255,5 @@ TEST(ServiceDispatcherTest, ALeavingWorkerIsDroppedAtOnce) {
 }
 
 }  // namespace
+}  // namespace service_dispatcher_test_file
 }  // namespace sluice::service

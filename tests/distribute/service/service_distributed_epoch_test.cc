@@ -14,6 +14,7 @@
 #include "tests/test_util.h"
 
 namespace sluice::service {
+namespace service_distributed_epoch_test_file {
 namespace {
 
 using testing::Cluster;
@@ -131,4 +132,5 @@ TEST(ServiceDistributedEpochTest, SeveralSplittableSourcesAreRefusedNamingThem) 
 }
 
 }  // namespace
+}  // namespace service_distributed_epoch_test_file
 }  // namespace sluice::service

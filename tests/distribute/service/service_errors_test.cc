@@ -24,6 +24,7 @@ SLUICE_REGISTER_FUNCTION(kFailOnTwo, [](const sluice::FunctionArgs&) {
 }  // namespace service_errors_test
 
 namespace sluice::service {
+namespace service_errors_test_file {
 namespace {
 
 using testing::Cluster;
@@ -93,4 +94,5 @@ TEST(ServiceErrorsTest, PipelineErrorElementsArriveAsErrorElementsAndReadingGoes
 }
 
 }  // namespace
+}  // namespace service_errors_test_file
 }  // namespace sluice::service

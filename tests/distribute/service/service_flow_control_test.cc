@@ -7,6 +7,7 @@
 #include "tests/distribute/service/service_test_util.h"
 
 namespace sluice::service {
+namespace service_flow_control_test_file {
 namespace {
 
 using testing::Cluster;
@@ -40,4 +41,5 @@ TEST(ServiceFlowControlTest, ElementsLargerThanTheByteBudgetStillArriveOneAtATim
 }
 
 }  // namespace
+}  // namespace service_flow_control_test_file
 }  // namespace sluice::service

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::service {
+namespace service_frame_test_file {
 namespace {
 
 // Feeds `bytes` in chunks of `chunk` and collects every frame; the final status is the decoder's.
@@ -168,4 +169,5 @@ TEST(FrameTest, KindsAreClassified) {
 }
 
 }  // namespace
+}  // namespace service_frame_test_file
 }  // namespace sluice::service

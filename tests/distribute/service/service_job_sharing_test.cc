@@ -11,6 +11,7 @@
 #include "tests/distribute/service/service_test_util.h"
 
 namespace sluice::service {
+namespace service_job_sharing_test_file {
 namespace {
 
 using testing::Cluster;
@@ -89,4 +90,5 @@ TEST(ServiceJobSharingTest, ReusingANameWithAnotherModeIsRefused) {
 }
 
 }  // namespace
+}  // namespace service_job_sharing_test_file
 }  // namespace sluice::service

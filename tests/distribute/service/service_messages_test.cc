@@ -12,6 +12,7 @@
 #include "sluice/ops/graph.h"
 
 namespace sluice::service {
+namespace service_messages_test_file {
 namespace {
 
 TEST(MessagesTest, GetOrCreateJobRequestRoundTripsARealGraph) {
@@ -149,4 +150,5 @@ TEST(MessagesTest, EveryTruncationOfAValidMessageFailsOrDecodesAPrefix) {
 }
 
 }  // namespace
+}  // namespace service_messages_test_file
 }  // namespace sluice::service

@@ -15,6 +15,7 @@
 #include "tests/distribute/service/service_test_util.h"
 
 namespace sluice::service {
+namespace service_mirrored_test_file {
 namespace {
 
 using testing::Cluster;
@@ -101,4 +102,5 @@ TEST(ServiceMirroredTest, StaticBatchSizeIsFoundThroughDistribute) {
 }
 
 }  // namespace
+}  // namespace service_mirrored_test_file
 }  // namespace sluice::service

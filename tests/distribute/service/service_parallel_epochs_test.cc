@@ -17,6 +17,7 @@ SLUICE_REGISTER_FUNCTION(kSquare,
 }  // namespace service_parallel_epochs_test
 
 namespace sluice::service {
+namespace service_parallel_epochs_test_file {
 namespace {
 
 using testing::Cluster;
@@ -51,4 +52,5 @@ TEST(ServiceParallelEpochsTest, ThreeWorkersYieldEachElementThreeTimes) {
 }
 
 }  // namespace
+}  // namespace service_parallel_epochs_test_file
 }  // namespace sluice::service

@@ -32,6 +32,7 @@ SLUICE_REGISTER_FUNCTION(kTrainerOnly,
 }  // namespace service_processes_test
 
 namespace sluice::service {
+namespace service_processes_test_file {
 namespace {
 
 // Never drained in a test.
@@ -212,4 +213,5 @@ TEST(ServiceProcessesTest, NeedsTheSluiceBinary) { GTEST_SKIP() << "built withou
 #endif
 
 }  // namespace
+}  // namespace service_processes_test_file
 }  // namespace sluice::service

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice::service {
+namespace service_proto_conformance_test_file {
 namespace {
 
 // <repo>/docs, found from this file's path (CMake compiles tests by absolute path).
@@ -150,4 +151,5 @@ TEST_F(ProtoConformanceTest, ErrorPayload) {
 }
 
 }  // namespace
+}  // namespace service_proto_conformance_test_file
 }  // namespace sluice::service

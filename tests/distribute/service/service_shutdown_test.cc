@@ -8,6 +8,7 @@
 #include "tests/distribute/service/service_test_util.h"
 
 namespace sluice::service {
+namespace service_shutdown_test_file {
 namespace {
 
 // Never drained in a test. Not INT64_MAX: RangeNode::cardinality overflows there (UBSan).
@@ -48,4 +49,5 @@ TEST(ServiceShutdownTest, AConsumerLeavingMidStreamLetsTheServersStop) {
 }
 
 }  // namespace
+}  // namespace service_shutdown_test_file
 }  // namespace sluice::service

@@ -31,6 +31,7 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice::service {
+namespace service_transport_test_file {
 namespace {
 
 // Every wait in these tests is a bounded poll: it gives up (and the test fails) after this long.
@@ -491,4 +492,5 @@ TEST(TransportTest, ConnectToAPeerThatNeverAnswersTimesOut) {
 }
 
 }  // namespace
+}  // namespace service_transport_test_file
 }  // namespace sluice::service
