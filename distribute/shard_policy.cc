@@ -61,6 +61,11 @@ std::optional<V> ParamAs(const std::vector<Param>& params, std::string_view name
   return std::nullopt;
 }
 
+// Ops whose drop_remainder=true fixes the batch size.
+bool IsBatchingOp(std::string_view op) {
+  return op == "Batch" || op == "BatchVectors" || op == "PaddedBatch";
+}
+
 // The batch size a Batch op fixes (drop_remainder=true), from its op name and params.
 std::optional<int64_t> FixedBatchSize(const std::vector<Param>& params) {
   std::optional<bool> drop = ParamAs<bool>(params, "drop_remainder");
@@ -73,7 +78,7 @@ std::optional<int64_t> FixedBatchSize(const std::vector<Param>& params) {
 std::optional<int64_t> StaticBatchSizeOfGraph(const GraphNode& root) {
   const GraphNode* node = &root;
   for (int hops = 0; hops < 10000; ++hops) {
-    if (node->op == "Batch" || node->op == "PaddedBatch") return FixedBatchSize(node->params);
+    if (IsBatchingOp(node->op)) return FixedBatchSize(node->params);
     if (!KeepsBatchSize(node->op) || node->inputs.size() != 1) return std::nullopt;
     node = &node->inputs[0];
   }
@@ -97,10 +102,9 @@ const service::detail::ServiceSource* FindSharedServiceJob(const OpNode& root) {
 // must itself lead to a file source (ListFiles).
 bool FileWalkPassesThrough(std::string_view op) {
   static constexpr std::string_view kOps[] = {
-      "Batch",       "PaddedBatch",       "Cache",    "Filter",  "Map",
-      "ParallelMap", "ParseExample",      "Prefetch", "Rebatch", "Repeat",
-      "Shard",       "Shuffle",           "Skip",     "Take",    "Interleave",
-      "FlatMap",     "ParallelInterleave"};
+      "Batch",       "BatchVectors", "PaddedBatch", "Cache",      "Filter",  "Map",
+      "ParallelMap", "ParseExample", "Prefetch",    "Rebatch",    "Repeat",  "Shard",
+      "Shuffle",     "Skip",         "Take",        "Interleave", "FlatMap", "ParallelInterleave"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 
@@ -147,7 +151,7 @@ std::optional<int64_t> FindStaticBatchSize(const OpNode& root) {
       absl::StatusOr<GraphNode> graph = ParseGraph(service->serialized_input());
       return graph.ok() ? StaticBatchSizeOfGraph(*graph) : std::nullopt;
     }
-    if (op == "Batch" || op == "PaddedBatch") return FixedBatchSize(node->params());
+    if (IsBatchingOp(op)) return FixedBatchSize(node->params());
     if (!KeepsBatchSize(op)) return std::nullopt;
     std::vector<std::shared_ptr<const OpNode>> inputs = node->inputs();
     if (inputs.size() != 1) return std::nullopt;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,9 +25,10 @@ namespace {
 using sluice::AutoShardPolicy;
 using sluice::DistributeOptions;
 using sluice::MirroredStrategy;
-using Batch = std::vector<int64_t>;
+// Range(n).Batch(g) stacks the int64 elements into one int64[g] tensor per batch, as tf.data does.
+using Batch = sluice::Tensor;
 
-std::string Show(const Batch& b) { return absl::StrCat("[", absl::StrJoin(b, ","), "]"); }
+std::string Show(const Batch& b) { return absl::StrCat("[", absl::StrJoin(b.span<int64_t>(), ","), "]"); }
 
 // Prints every step of a distributed dataset: one line per step, one [..] per local replica.
 void PrintSteps(const std::string& title, const sluice::DistributedDataset<Batch>& dist) {
@@ -123,9 +125,13 @@ int main() {
     std::map<int64_t, int64_t> outputs;
     while (auto step = it.GetNextAsOptional()) {
       auto results = three.Run(
-          [](int /*replica*/, const std::vector<std::pair<int64_t, int64_t>>& piece) {
+          [](int /*replica*/, const std::pair<sluice::Tensor, sluice::Tensor>& piece) {
+            // Enumerate's (index, value) pairs batch into an index tensor and a value tensor.
             std::vector<std::pair<int64_t, int64_t>> out;
-            for (const auto& [index, value] : piece) out.emplace_back(index, value + 1);  // the "model"
+            std::span<const int64_t> indices = piece.first.span<int64_t>();
+            std::span<const int64_t> values = piece.second.span<int64_t>();
+            for (size_t i = 0; i < indices.size(); ++i)
+              out.emplace_back(indices[i], values[i] + 1);  // the "model"
             return out;
           },
           *step);

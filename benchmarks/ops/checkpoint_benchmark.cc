@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "sluice/io/tensor.h"
 #include "sluice/ops/dataset.h"
 
 namespace sluice {
@@ -43,7 +44,7 @@ struct Pipeline {
 };
 
 // Ends in batches of hashes of the parsed examples: Batch takes tensors and numbers, not ParsedExample.
-Pipeline<std::vector<int64_t>> FilePipeline() {
+Pipeline<Tensor> FilePipeline() {
   std::vector<std::string> files = TaxiShards();
   ParseSpec spec;
   spec.var.push_back(VarLenFeature{"fare", DType::kFloat32});

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "sluice/io/tensor.h"
 #include "sluice/ops/dataset.h"
 
 namespace sluice {
@@ -17,12 +18,12 @@ void BM_SyncPipeline(benchmark::State& state) {
                 .Filter([](const int64_t& x) { return x % 2 == 0; })
                 .Batch(256);
   for (auto _ : state) {
-    Iterator<std::vector<int64_t>> it = ds.MakeIterator();
+    Iterator<Tensor> it = ds.MakeIterator();
     int64_t sum = 0;
     for (;;) {
-      absl::StatusOr<std::optional<std::vector<int64_t>>> batch = it.NextBlocking();
+      absl::StatusOr<std::optional<Tensor>> batch = it.NextBlocking();
       if (!batch.ok() || !batch->has_value()) break;
-      for (int64_t x : **batch) sum += x;
+      for (int64_t x : (**batch).span<int64_t>()) sum += x;
     }
     benchmark::DoNotOptimize(sum);
   }

@@ -4,8 +4,8 @@
 // Each op's contract is in its own header under sluice/ops/.
 //
 //   #include "sluice/dataset.h"
-//   sluice::Dataset<int64_t> ds = sluice::Range(10).Map([](int64_t x) { return x * x; }).Batch(4);
-//   for (auto batch : ds.MakeIterator()) { ... }
+//   sluice::Dataset<sluice::Tensor> ds = sluice::Range(10).Map([](int64_t x) { return x * x; }).Batch(4);  //
+//   int64[4] for (auto batch : ds.MakeIterator()) { ... }
 #ifndef SLUICE_DATASET_H_
 #define SLUICE_DATASET_H_
 

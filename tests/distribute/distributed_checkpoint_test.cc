@@ -64,7 +64,7 @@ Dataset<Batch> ShuffledBatches(int64_t n, int64_t batch, bool drop_remainder) {
   return Range(n)
       .Shuffle(40)
       .Map([](int64_t x) { return x * 3; }, "times_three")
-      .Batch(batch, drop_remainder);
+      .BatchVectors(batch, drop_remainder);
 }
 
 // Cut after `cut` steps: the restored iterator yields what the saving one goes on to yield.
@@ -96,7 +96,7 @@ TEST(DistributedCheckpointTest, WholeStepSaveRestoresTheStepsNotConsumed) {
 TEST(DistributedCheckpointTest, StepsMatchAnUninterruptedRun) {
   MirroredStrategy strategy(3);
   DistributedDataset<Batch> dist =
-      strategy.DistributeDataset(Range(100).Shuffle(30, 7).Batch(9, /*drop_remainder=*/false));
+      strategy.DistributeDataset(Range(100).Shuffle(30, 7).BatchVectors(9, /*drop_remainder=*/false));
   std::vector<Step> full;
   {
     DistributedIterator<Batch> it = dist.MakeIterator();
@@ -105,13 +105,13 @@ TEST(DistributedCheckpointTest, StepsMatchAnUninterruptedRun) {
   ASSERT_EQ(full.size(), 12u);
   // A fresh dataset object: as a new process would build it. Each iterator is the first epoch.
   DistributedDataset<Batch> again =
-      strategy.DistributeDataset(Range(100).Shuffle(30, 7).Batch(9, /*drop_remainder=*/false));
+      strategy.DistributeDataset(Range(100).Shuffle(30, 7).BatchVectors(9, /*drop_remainder=*/false));
   DistributedIterator<Batch> it = again.MakeIterator();
   std::vector<Step> prefix = TakeSteps(it, 4);
   absl::StatusOr<std::string> state = it.SaveBlocking();
   ASSERT_TRUE(state.ok()) << state.status();
   DistributedDataset<Batch> fresh =
-      strategy.DistributeDataset(Range(100).Shuffle(30, 7).Batch(9, /*drop_remainder=*/false));
+      strategy.DistributeDataset(Range(100).Shuffle(30, 7).BatchVectors(9, /*drop_remainder=*/false));
   absl::StatusOr<DistributedIterator<Batch>> restored = fresh.RestoreIterator(*state);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(Concat(prefix, TakeSteps(*restored)), full);
@@ -181,7 +181,7 @@ TEST(DistributedCheckpointTest, CompactStatesHoldNoStepsAndRestoreExactly) {
       Range(400)
           .Shuffle(50)
           .Map([](int64_t x) { return x * 3; }, 2, /*deterministic=*/true, "times_three")
-          .Batch(12, /*drop_remainder=*/false)
+          .BatchVectors(12, /*drop_remainder=*/false)
           .Prefetch(4);
   MirroredStrategy strategy(2);
   for (size_t cut : {0, 1, 7, 20, 33, 34}) {
@@ -228,7 +228,7 @@ TEST(DistributedCheckpointTest, CompactOptionOnAPipelineCompactModeRefusesSavesT
           .Map(Stateful(
               RunningOffset{}, [](const RunningOffset& f) { return std::to_string(f.seen); },
               [](RunningOffset& f, std::string_view state) { f.seen = std::stoll(std::string(state)); }))
-          .Batch(6);
+          .BatchVectors(6);
   MirroredStrategy strategy(2);
   for (size_t cut : {0, 3, 9}) CheckSameReplicas(strategy, input, cut, compact);
 }
@@ -240,7 +240,7 @@ TEST(DistributedCheckpointTest, ErrorStepsAreSavedAsErrors) {
                                if (x % 13 == 5) return absl::InvalidArgumentError("thirteen");
                                return x;
                              })
-                             .Batch(4);
+                             .BatchVectors(4);
   for (size_t cut : {0, 1, 2, 6}) {
     CheckSameReplicas(strategy, input, cut);
     DistributedIterator<Batch> it = strategy.DistributeDataset(input).MakeIterator();
@@ -258,7 +258,7 @@ TEST(DistributedCheckpointTest, PerReplicaSaveNeedsEveryReplicaAtTheSameStep) {
   MirroredStrategy strategy(2);
   DistributeOptions options;
   options.prefetch_per_replica = 4;
-  DistributedDataset<Batch> dist = strategy.DistributeDataset(Range(80).Batch(4), options);
+  DistributedDataset<Batch> dist = strategy.DistributeDataset(Range(80).BatchVectors(4), options);
   DistributedIterator<Batch> it = dist.MakeIterator();
   ReplicaIterator<Batch> r0 = it.Replica(0);
   ReplicaIterator<Batch> r1 = it.Replica(1);
@@ -305,7 +305,7 @@ TEST(DistributedCheckpointTest, PerReplicaSaveNeedsEveryReplicaAtTheSameStep) {
 TEST(DistributedCheckpointTest, FromFunctionRestoresOnTheSameAndAnotherNumberOfReplicas) {
   auto make = [](int replicas) {
     return MirroredStrategy(replicas).DistributeDatasetsFromFunction(
-        [](const InputContext&) { return Range(50).Shuffle(10).Batch(3); });
+        [](const InputContext&) { return Range(50).Shuffle(10).BatchVectors(3); });
   };
   for (auto [from, to] : std::vector<std::pair<int, int>>{{2, 2}, {2, 3}, {3, 2}}) {
     for (size_t cut : {0, 2, 5}) {
@@ -350,7 +350,7 @@ TEST(DistributedCheckpointTest, MultiWorkerStateRestoresOnTheSameWorker) {
 }
 
 TEST(DistributedCheckpointTest, RestoredIteratorIsFollowedByTheNextEpoch) {
-  auto make = [] { return MirroredStrategy(2).DistributeDataset(Range(40).Shuffle(40, 3).Batch(4)); };
+  auto make = [] { return MirroredStrategy(2).DistributeDataset(Range(40).Shuffle(40, 3).BatchVectors(4)); };
   std::vector<Step> epoch1;
   {
     DistributedDataset<Batch> dist = make();
@@ -374,11 +374,12 @@ TEST(DistributedCheckpointTest, RestoredIteratorIsFollowedByTheNextEpoch) {
 
 TEST(DistributedCheckpointTest, ChangedPipelineAndCorruptStatesFailCleanly) {
   MirroredStrategy strategy(2);
-  DistributedIterator<Batch> it = strategy.DistributeDataset(Range(64).Shuffle(16).Batch(4)).MakeIterator();
+  DistributedIterator<Batch> it =
+      strategy.DistributeDataset(Range(64).Shuffle(16).BatchVectors(4)).MakeIterator();
   TakeSteps(it, 3);
   absl::StatusOr<std::string> state = it.SaveBlocking();
   ASSERT_TRUE(state.ok());
-  auto changed = strategy.DistributeDataset(Range(64).Shuffle(8).Batch(4)).RestoreIterator(*state);
+  auto changed = strategy.DistributeDataset(Range(64).Shuffle(8).BatchVectors(4)).RestoreIterator(*state);
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(changed.status().message(), HasSubstr("Shuffle"));
   DistributedDataset<Tensor> tensors = strategy.DistributeDataset(
@@ -387,7 +388,7 @@ TEST(DistributedCheckpointTest, ChangedPipelineAndCorruptStatesFailCleanly) {
   EXPECT_EQ(other_type.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(other_type.status().message(), HasSubstr("vector<int64>"));
 
-  DistributedDataset<Batch> dist = strategy.DistributeDataset(Range(64).Shuffle(16).Batch(4));
+  DistributedDataset<Batch> dist = strategy.DistributeDataset(Range(64).Shuffle(16).BatchVectors(4));
   for (size_t n = 0; n < state->size(); n += 1 + n / 16) {
     auto truncated = dist.RestoreIterator(state->substr(0, n));
     EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss) << "truncated to " << n;

@@ -37,7 +37,7 @@ TEST(DistributedEpochsTest, TheKthIteratorGetsTheKthEpochsOrder) {
   std::vector<int64_t> epochs = test_ops::Values(shuffled.Repeat(3));
   ASSERT_EQ(epochs.size(), 72u);
   MirroredStrategy strategy(2);
-  DistributedDataset<std::vector<int64_t>> dist = strategy.DistributeDataset(shuffled.Batch(4));
+  DistributedDataset<std::vector<int64_t>> dist = strategy.DistributeDataset(shuffled.BatchVectors(4));
   (void)dist.element_spec();  // runs a throwaway iterator: not an epoch
   for (size_t k = 0; k < 3; ++k) {
     DistributedIterator<std::vector<int64_t>> it = dist.MakeIterator();
@@ -65,7 +65,7 @@ TEST(DistributedEpochsTest, ListFilesEpochsToo) {
 }
 
 TEST(DistributedEpochsTest, IteratorsAliveAtOnceKeepTheirOwnEpochs) {
-  auto ds = Range(24).Shuffle(24, 9).Batch(4);
+  auto ds = Range(24).Shuffle(24, 9).BatchVectors(4);
   std::vector<int64_t> epochs = test_ops::Values(Range(24).Shuffle(24, 9).Repeat(2));
   MirroredStrategy strategy(1);
   DistributedDataset<std::vector<int64_t>> dist = strategy.DistributeDataset(ds);

@@ -1,12 +1,11 @@
-#include "sluice/distribute.h"
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
 #include <optional>
+#include <set>
+#include <span>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -19,10 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/ops/dataset.h"
+#include "sluice/distribute.h"
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
 #include "sluice/io/tensor.h"
+#include "sluice/ops/dataset.h"
 
 namespace sluice {
 namespace mirrored_strategy_test_file {
@@ -53,6 +53,22 @@ std::vector<std::vector<B>> AllSteps(const DistributedDataset<B>& dist) {
   return steps;
 }
 
+// AllSteps of int64 tensor batches (Range(n).Batch(g) stacks int64[g] tensors), as int vectors.
+Steps IntSteps(const DistributedDataset<Tensor>& dist) {
+  Steps steps;
+  for (const std::vector<Tensor>& step : AllSteps(dist)) {
+    std::vector<Batch> pieces;
+    for (const Tensor& piece : step) {
+      EXPECT_EQ(piece.dtype(), DType::kInt64);
+      EXPECT_EQ(piece.shape().rank(), 1);
+      std::span<const int64_t> values = piece.span<int64_t>();
+      pieces.emplace_back(values.begin(), values.end());
+    }
+    steps.push_back(std::move(pieces));
+  }
+  return steps;
+}
+
 TEST(MirroredStrategyTest, Shape) {
   MirroredStrategy strategy(3);
   EXPECT_EQ(strategy.num_replicas_in_sync(), 3);
@@ -69,7 +85,7 @@ TEST(MirroredStrategyTest, Shape) {
 TEST(DistributeDatasetTest, DynamicSplitGuideExample) {
   MirroredStrategy strategy(3);
   auto dist = strategy.DistributeDataset(Range(8).Batch(4));
-  EXPECT_EQ(AllSteps(dist), (Steps{{{0, 1}, {2, 3}, {}}, {{4, 5}, {6, 7}, {}}}));
+  EXPECT_EQ(IntSteps(dist), (Steps{{{0, 1}, {2, 3}, {}}, {{4, 5}, {6, 7}, {}}}));
   EXPECT_EQ(dist.Cardinality(), 2);
   EXPECT_EQ(dist.applied_shard_policy(), AutoShardPolicy::kOff);
   EXPECT_THAT(dist.stats(), HasSubstr("rebatch=dynamic"));
@@ -77,20 +93,20 @@ TEST(DistributeDatasetTest, DynamicSplitGuideExample) {
 
 TEST(DistributeDatasetTest, PartialLastBatchSplitsIntoShortPieces) {
   MirroredStrategy strategy(2);
-  EXPECT_EQ(AllSteps(strategy.DistributeDataset(Range(6).Batch(4))), (Steps{{{0, 1}, {2, 3}}, {{4}, {5}}}));
+  EXPECT_EQ(IntSteps(strategy.DistributeDataset(Range(6).Batch(4))), (Steps{{{0, 1}, {2, 3}}, {{4}, {5}}}));
   // A last batch of one element over 3 replicas: the others get empty batches, the same step.
   MirroredStrategy three(3);
-  EXPECT_EQ(AllSteps(three.DistributeDataset(Range(4).Batch(3))), (Steps{{{0}, {1}, {2}}, {{3}, {}, {}}}));
+  EXPECT_EQ(IntSteps(three.DistributeDataset(Range(4).Batch(3))), (Steps{{{0}, {1}, {2}}, {{3}, {}, {}}}));
 }
 
 TEST(DistributeDatasetTest, StaticBatchUsesTfDistributeSizes) {
   MirroredStrategy strategy(2);
   auto dist = strategy.DistributeDataset(Range(15).Batch(7, /*drop_remainder=*/true));
-  EXPECT_EQ(AllSteps(dist), (Steps{{{0, 1, 2, 3}, {4, 5, 6}}, {{7, 8, 9, 10}, {11, 12, 13}}}));
+  EXPECT_EQ(IntSteps(dist), (Steps{{{0, 1, 2, 3}, {4, 5, 6}}, {{7, 8, 9, 10}, {11, 12, 13}}}));
   EXPECT_THAT(dist.stats(), HasSubstr("static global_batch=7"));
   // G < N: the last replica gets an empty batch every step.
   MirroredStrategy three(3);
-  EXPECT_EQ(AllSteps(three.DistributeDataset(Range(4).Batch(2, true).Prefetch(2))),
+  EXPECT_EQ(IntSteps(three.DistributeDataset(Range(4).Batch(2, true).Prefetch(2))),
             (Steps{{{0}, {1}, {}}, {{2}, {3}, {}}}));
 }
 
@@ -102,7 +118,7 @@ TEST(DistributeDatasetTest, SplitRuleExactlyOnceInOrderForManyShapes) {
         SCOPED_TRACE(testing::Message() << "G=" << g << " N=" << n << " drop=" << drop);
         const int64_t total = 23;
         MirroredStrategy strategy(n);
-        auto steps = AllSteps(strategy.DistributeDataset(Range(total).Batch(g, drop)));
+        auto steps = IntSteps(strategy.DistributeDataset(Range(total).Batch(g, drop)));
         const int64_t full = total / g;
         ASSERT_EQ(static_cast<int64_t>(steps.size()), drop ? full : full + (total % g != 0));
         std::vector<int64_t> seen;
@@ -131,13 +147,13 @@ TEST(DistributeDatasetTest, SplitRuleExactlyOnceInOrderForManyShapes) {
 
 TEST(DistributeDatasetTest, ElementSpecForVectorAndTensorBatches) {
   MirroredStrategy strategy(2);
-  ElementSpec vec = strategy.DistributeDataset(Range(8).Batch(4, true)).element_spec();
+  ElementSpec vec = strategy.DistributeDataset(Range(8).BatchVectors(4, true)).element_spec();
   EXPECT_EQ(vec.batch_size, 2);
   ASSERT_EQ(vec.components.size(), 1u);
   EXPECT_EQ(vec.components[0].dtype, DType::kInt64);
   EXPECT_THAT(vec.components[0].shape, ElementsAre(2));
   // Without drop_remainder partial batches are possible: unknown batch dimension.
-  EXPECT_EQ(strategy.DistributeDataset(Range(8).Batch(4)).element_spec().batch_size, -1);
+  EXPECT_EQ(strategy.DistributeDataset(Range(8).BatchVectors(4)).element_spec().batch_size, -1);
 
   Tensor t = Tensor::Zeros(DType::kFloat32, Shape({4, 3}));
   auto tensors = FromVector<Tensor>({t, t});
@@ -159,7 +175,9 @@ TEST(DistributeDatasetTest, ElementSpecDoesNotWaitBehindErrors) {
   MirroredStrategy strategy(2);
   DistributeOptions options;
   options.prefetch_per_replica = 1;
-  auto ds = Range(100).Map([](int64_t) -> absl::StatusOr<int64_t> { return absl::DataLossError("no"); }).Batch(2);
+  auto ds = Range(100)
+                .Map([](int64_t) -> absl::StatusOr<int64_t> { return absl::DataLossError("no"); })
+                .BatchVectors(2);
   auto it = strategy.DistributeDataset(ds, options).MakeIterator();
   ElementSpec spec = it.ElementSpec();
   EXPECT_TRUE(spec.components.empty());
@@ -188,7 +206,7 @@ TEST(DistributedIteratorTest, ErrorElementsAreSteps) {
                   if (x == 5) return absl::DataLossError("bad record 5");
                   return x;
                 })
-                .Batch(2);
+                .BatchVectors(2);
   auto it = strategy.DistributeDataset(ds).MakeIterator();
   std::vector<std::string> log;
   for (int guard = 0; guard < 10; ++guard) {
@@ -209,7 +227,7 @@ TEST(DistributedIteratorTest, ErrorElementsAreSteps) {
 
 TEST(DistributedIteratorTest, GetNextAsOptionalAndRangeFor) {
   MirroredStrategy strategy(2);
-  auto dist = strategy.DistributeDataset(Range(4).Batch(2));
+  auto dist = strategy.DistributeDataset(Range(4).BatchVectors(2));
   auto it = dist.MakeIterator();
   int steps = 0;
   while (std::optional<PerReplica<Batch>> step = it.GetNextAsOptional()) {
@@ -230,7 +248,7 @@ TEST(DistributedIteratorTest, GetNextAsOptionalAndRangeFor) {
   EXPECT_THAT(firsts, ElementsAre(0, 2));
 
   MirroredStrategy bad(0);
-  auto broken = bad.DistributeDataset(Range(4).Batch(2)).MakeIterator();
+  auto broken = bad.DistributeDataset(Range(4).BatchVectors(2)).MakeIterator();
   EXPECT_FALSE(broken.GetNextAsOptional().has_value());
   EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(broken.status().message()), HasSubstr("replicas per worker"));
@@ -242,7 +260,7 @@ TEST(DistributedIteratorTest, BadPrefetchIsAnErrorStep) {
   MirroredStrategy strategy(2);
   DistributeOptions options;
   options.prefetch_per_replica = -3;
-  auto dist = strategy.DistributeDataset(Range(4).Batch(2), options);
+  auto dist = strategy.DistributeDataset(Range(4).BatchVectors(2), options);
   EXPECT_EQ(dist.status().code(), absl::StatusCode::kInvalidArgument);
   auto it = dist.MakeIterator();
   auto first = it.NextBlocking();
@@ -254,7 +272,7 @@ TEST(DistributedIteratorTest, BadPrefetchIsAnErrorStep) {
 
 TEST(DistributedIteratorTest, MixingWholeStepAndPerReplicaIsFailedPrecondition) {
   MirroredStrategy strategy(2);
-  auto dist = strategy.DistributeDataset(Range(8).Batch(2));
+  auto dist = strategy.DistributeDataset(Range(8).BatchVectors(2));
   auto it = dist.MakeIterator();
   ASSERT_TRUE(it.NextBlocking().ok());
   EXPECT_EQ(it.Replica(0).NextBlocking().status().code(), absl::StatusCode::kFailedPrecondition);
@@ -269,7 +287,7 @@ TEST(ReplicaIteratorTest, ReplicaThreadsSeeAlignedSteps) {
   constexpr int kReplicas = 4;
   const int64_t total = 500 * kScale;
   MirroredStrategy strategy(kReplicas);
-  auto it = strategy.DistributeDataset(Range(total).Batch(6)).MakeIterator();
+  auto it = strategy.DistributeDataset(Range(total).BatchVectors(6)).MakeIterator();
   std::vector<std::vector<Batch>> got(kReplicas);
   std::vector<absl::Status> errors(kReplicas);
   {
@@ -325,7 +343,7 @@ Task<absl::StatusOr<std::vector<std::vector<Batch>>>> DrainWhole(DistributedIter
 
 TEST(ReplicaIteratorTest, CoroutineAccess) {
   MirroredStrategy strategy(2);
-  auto dist = strategy.DistributeDataset(Range(7).Batch(4));
+  auto dist = strategy.DistributeDataset(Range(7).BatchVectors(4));
   auto it = dist.MakeIterator();
   auto whole = SyncWait(DrainWhole(&it));
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -343,7 +361,7 @@ TEST(ReplicaIteratorTest, StoppedCoroutineIsCancelled) {
   MirroredStrategy strategy(2);
   DistributeOptions options;
   options.prefetch_per_replica = 4;  // the whole epoch fits, so replica 1 can finish while 0 stops
-  auto it = strategy.DistributeDataset(Range(8).Batch(2), options).MakeIterator();
+  auto it = strategy.DistributeDataset(Range(8).BatchVectors(2), options).MakeIterator();
   std::stop_source stop;
   stop.request_stop();
   auto r = SyncWait(DrainReplica(it.Replica(0)), stop.get_token());
@@ -366,7 +384,8 @@ TEST(DistributedIteratorTest, DestroyMidEpochWakesBlockedReplicas) {
     MirroredStrategy strategy(2);
     DistributeOptions options;
     options.prefetch_per_replica = 2;
-    auto it = std::make_optional(strategy.DistributeDataset(Range(1000000).Batch(2), options).MakeIterator());
+    auto it = std::make_optional(
+        strategy.DistributeDataset(Range(1000000).BatchVectors(2), options).MakeIterator());
     ReplicaIterator<Batch> blocked = it->Replica(1);
     std::atomic<int> received{0};
     std::atomic<bool> done{false};
@@ -489,7 +508,7 @@ TEST(DistributeDatasetsFromFunctionTest, UsesTheDatasetAsItIs) {
   EXPECT_THAT(dist.stats(), HasSubstr("from_function"));
   EXPECT_EQ(dist.Cardinality(), 2);
   // Elements 0..4 (batches of 2) go to the replicas in turn; the short last step is padded.
-  EXPECT_EQ(AllSteps(dist), (Steps{{{0, 1}, {2, 3}, {4, 5}}, {{6, 7}, {8, 9}, {}}}));
+  EXPECT_EQ(IntSteps(dist), (Steps{{{0, 1}, {2, 3}, {4, 5}}, {{6, 7}, {8, 9}, {}}}));
   // No rebatch and no Prefetch op were added: the graph is the function's.
   EXPECT_EQ(dist.node()->op_name(), "Batch");
 
@@ -513,7 +532,7 @@ TEST(DistributeValuesFromFunctionTest, OneValuePerReplica) {
 // input order by their index.
 TEST(RunTest, ReorderOutputsByEnumerateIndex) {
   MirroredStrategy strategy(3);
-  auto ds = Range(10).Map([](int64_t x) { return x * 10; }).Enumerate().Batch(4);
+  auto ds = Range(10).Map([](int64_t x) { return x * 10; }).Enumerate().BatchVectors(4);
   auto it = strategy.DistributeDataset(ds).MakeIterator();
   std::map<int64_t, int64_t> by_index;
   std::atomic<int> calls{0};

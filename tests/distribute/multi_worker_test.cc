@@ -85,7 +85,7 @@ TEST(MultiWorkerTest, DataPolicyDeliversEveryElementOnceInOrder) {
             [g = g, drop = drop](const MirroredStrategy& s) {
               DistributeOptions options;
               options.auto_shard_policy = AutoShardPolicy::kData;
-              return s.DistributeDataset(Range(total).Batch(g, drop), options);
+              return s.DistributeDataset(Range(total).BatchVectors(g, drop), options);
             },
             &errors, &stats);
         for (const absl::Status& e : errors) ASSERT_TRUE(e.ok()) << e;
@@ -111,7 +111,8 @@ TEST(MultiWorkerTest, AutoWithoutFilesIsData) {
   std::vector<absl::Status> errors;
   std::vector<std::string> stats;
   auto runs = RunWorkers<std::vector<int64_t>>(
-      2, 2, [](const MirroredStrategy& s) { return s.DistributeDataset(Range(16).Batch(8, true)); }, &errors, &stats);
+      2, 2, [](const MirroredStrategy& s) { return s.DistributeDataset(Range(16).BatchVectors(8, true)); },
+      &errors, &stats);
   ASSERT_TRUE(errors[0].ok() && errors[1].ok());
   EXPECT_THAT(stats[1], HasSubstr("auto_shard_policy=AUTO applied=DATA"));
   ASSERT_EQ(runs[1].size(), 2u);
@@ -126,7 +127,7 @@ TEST(MultiWorkerTest, OffPolicyEveryWorkerReadsEverything) {
       [](const MirroredStrategy& s) {
         DistributeOptions options;
         options.auto_shard_policy = AutoShardPolicy::kOff;
-        return s.DistributeDataset(Range(8).Batch(4), options);
+        return s.DistributeDataset(Range(8).BatchVectors(4), options);
       },
       &errors);
   ASSERT_TRUE(errors[0].ok() && errors[1].ok());
@@ -145,7 +146,7 @@ TEST(MultiWorkerTest, HintPolicyReplacesTheShardPlaceholder) {
       [](const MirroredStrategy& s) {
         DistributeOptions options;
         options.auto_shard_policy = AutoShardPolicy::kHint;
-        return s.DistributeDataset(Range(16).Shard(kShardHint, 0).Batch(4), options);
+        return s.DistributeDataset(Range(16).Shard(kShardHint, 0).BatchVectors(4), options);
       },
       &errors, &stats);
   ASSERT_TRUE(errors[0].ok() && errors[1].ok()) << errors[0] << " " << errors[1];
@@ -156,7 +157,9 @@ TEST(MultiWorkerTest, HintPolicyReplacesTheShardPlaceholder) {
   // Under another policy the placeholder is the iterator's error.
   runs = RunWorkers<std::vector<int64_t>>(
       2, 1,
-      [](const MirroredStrategy& s) { return s.DistributeDataset(Range(16).Shard(kShardHint, 0).Batch(4)); },
+      [](const MirroredStrategy& s) {
+        return s.DistributeDataset(Range(16).Shard(kShardHint, 0).BatchVectors(4));
+      },
       &errors);
   EXPECT_EQ(errors[0].code(), absl::StatusCode::kFailedPrecondition) << errors[0];
   EXPECT_THAT(std::string(errors[0].message()), HasSubstr("AutoShardPolicy HINT"));
@@ -171,7 +174,7 @@ TEST(MultiWorkerTest, StaticSizesRotatePerWorker) {
       [](const MirroredStrategy& s) {
         DistributeOptions options;
         options.auto_shard_policy = AutoShardPolicy::kOff;
-        return s.DistributeDataset(Range(14).Batch(7, true), options);
+        return s.DistributeDataset(Range(14).BatchVectors(7, true), options);
       },
       &errors);
   ASSERT_TRUE(errors[0].ok() && errors[1].ok());
@@ -278,8 +281,9 @@ TEST_F(FileShardTest, GraphAnalysis) {
   auto lines = listed.Interleave([](const std::string& f) { return TextLines({f}); }, 2).Batch(4, true).Prefetch(2);
   EXPECT_EQ(distribute::FindFileSource(*lines.node()), listed.node().get());
   EXPECT_EQ(distribute::FindStaticBatchSize(*lines.node()), std::optional<int64_t>(4));
-  EXPECT_EQ(distribute::FindStaticBatchSize(*Range(9).Batch(4).node()), std::nullopt);
-  EXPECT_EQ(distribute::FindStaticBatchSize(*Range(9).Batch(4, true).Map([](std::vector<int64_t> v) { return v; }).node()),
+  EXPECT_EQ(distribute::FindStaticBatchSize(*Range(9).BatchVectors(4).node()), std::nullopt);
+  EXPECT_EQ(distribute::FindStaticBatchSize(
+                *Range(9).BatchVectors(4, true).Map([](std::vector<int64_t> v) { return v; }).node()),
             std::nullopt);  // a Map may change the batch size
   EXPECT_EQ(distribute::FindFileSource(*Range(3).node()), nullptr);
 }
@@ -301,7 +305,7 @@ TEST_F(FileShardTest, FileErrors) {
   EXPECT_EQ(strategy.DistributeDataset(TextLines(files_).Batch(2)).status().code(),
             absl::StatusCode::kInvalidArgument);
   // FILE with no file source at all.
-  auto no_files = strategy.DistributeDataset(Range(10).Batch(2), file);
+  auto no_files = strategy.DistributeDataset(Range(10).BatchVectors(2), file);
   EXPECT_THAT(std::string(no_files.status().message()), HasSubstr("no file-based source"));
   // DATA is always possible.
   DistributeOptions data;
@@ -321,7 +325,7 @@ TEST(MultiWorkerTest, FromFunctionSeesItsPipelineId) {
       [](const MirroredStrategy& s) {
         return s.DistributeDatasetsFromFunction([](const InputContext& c) {
           // Worker 1's shard is shorter: its replicas get empty batches while worker 0 still has data.
-          return Range(c.input_pipeline_id == 0 ? 10 : 4).Shard(1, 0).Batch(2);
+          return Range(c.input_pipeline_id == 0 ? 10 : 4).Shard(1, 0).BatchVectors(2);
         });
       },
       &errors);
@@ -362,7 +366,8 @@ TEST(InProcessWorkerAgreementTest, WorkerLeavingAbortsTheOthers) {
   auto agreement = std::make_shared<InProcessWorkerAgreement>(2);
   {
     MirroredStrategy worker0(1, 2, 0, agreement);
-    std::optional<DistributedIterator<std::vector<int64_t>>> it(worker0.DistributeDataset(Range(10).Batch(2)).MakeIterator());
+    std::optional<DistributedIterator<std::vector<int64_t>>> it(
+        worker0.DistributeDataset(Range(10).BatchVectors(2)).MakeIterator());
     ReplicaIterator<std::vector<int64_t>> replica = it->Replica(0);
     std::jthread waiter([replica]() mutable {
       auto next = replica.NextBlocking();  // blocks: worker 1 never arrives
@@ -378,7 +383,7 @@ TEST(InProcessWorkerAgreementTest, WorkerLeavingAbortsTheOthers) {
     it.reset();  // destroyed while worker 0's producer waits in the agreement
   }
   MirroredStrategy worker1(1, 2, 1, agreement);
-  auto it1 = worker1.DistributeDataset(Range(10).Batch(2)).MakeIterator();
+  auto it1 = worker1.DistributeDataset(Range(10).BatchVectors(2)).MakeIterator();
   auto first = it1.NextBlocking();
   EXPECT_EQ(first.status().code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(std::string(first.status().message()), HasSubstr("worker 0"));
@@ -395,7 +400,7 @@ TEST(InProcessWorkerAgreementTest, WorkerLeavingAbortsTheOthers) {
         MirroredStrategy strategy(1, 2, w, agreement);
         DistributeOptions data;
         data.auto_shard_policy = AutoShardPolicy::kData;
-        auto it = strategy.DistributeDataset(Range(10).Batch(2), data).MakeIterator();
+        auto it = strategy.DistributeDataset(Range(10).BatchVectors(2), data).MakeIterator();
         while (auto step = it.GetNextAsOptional()) counts[static_cast<size_t>(w)] += static_cast<int64_t>((*step)[0].size());
         EXPECT_TRUE(it.status().ok()) << it.status();
       });

@@ -105,9 +105,12 @@ TEST(BFloat16Test, BatchAndPaddedBatch) {
   EXPECT_EQ(padded[0].dtype(), DType::kBFloat16);
   EXPECT_EQ(padded[0].DebugString(20), "bfloat16[3,4] {1, -1, -1, -1, 2, 2, -1, -1, 3, 3, 3, -1}");
   auto scalars = Range(4).Map([](int64_t x) { return FloatToBFloat16(static_cast<float>(x) / 2); });
-  std::vector<std::vector<BFloat16>> batches = test_ops::Values(scalars.Batch(2));
+  std::vector<Tensor> batches = test_ops::Values(scalars.Batch(2));
   ASSERT_EQ(batches.size(), 2u);
-  EXPECT_EQ(BFloat16ToFloat(batches[1][1]), 1.5f);
+  EXPECT_EQ(batches[1].DebugString(20), "bfloat16[2] {1, 1.5}");
+  std::vector<std::vector<BFloat16>> vectors = test_ops::Values(scalars.BatchVectors(2));
+  ASSERT_EQ(vectors.size(), 2u);
+  EXPECT_EQ(BFloat16ToFloat(vectors[1][1]), 1.5f);
 }
 
 TEST(BFloat16Test, DecodeRawAndCastByName) {

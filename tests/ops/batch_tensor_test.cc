@@ -22,11 +22,17 @@ using test_ops::Ints;
 using test_ops::Values;
 
 static_assert(std::is_same_v<Batched<Tensor>, Tensor>);
-static_assert(std::is_same_v<Batched<int64_t>, std::vector<int64_t>>);
+static_assert(std::is_same_v<Batched<int64_t>, Tensor>);
+static_assert(std::is_same_v<Batched<bool>, Tensor>);
+static_assert(std::is_same_v<Batched<BFloat16>, Tensor>);
 static_assert(std::is_same_v<Batched<std::string>, std::vector<std::string>>);
 static_assert(std::is_same_v<Batched<std::tuple<Tensor, int64_t>>, std::tuple<Tensor, Tensor>>);
 static_assert(std::is_same_v<Batched<std::pair<float, Tensor>>, std::pair<Tensor, Tensor>>);
-static_assert(std::is_same_v<Batched<std::tuple<int64_t, int64_t>>, std::vector<std::tuple<int64_t, int64_t>>>);
+static_assert(std::is_same_v<Batched<std::tuple<int64_t, int64_t>>, std::tuple<Tensor, Tensor>>);
+static_assert(std::is_same_v<Batched<std::pair<int64_t, double>>, std::pair<Tensor, Tensor>>);
+static_assert(
+    std::is_same_v<Batched<std::tuple<int64_t, std::string>>, std::vector<std::tuple<int64_t, std::string>>>);
+static_assert(std::is_same_v<Batched<std::vector<int64_t>>, std::vector<std::vector<int64_t>>>);
 static_assert(std::is_same_v<Batched<std::tuple<Tensor, std::string>>, std::vector<std::tuple<Tensor, std::string>>>);
 static_assert(std::is_same_v<Batched<ParsedExample>, ParsedExample>);
 
@@ -124,11 +130,54 @@ TEST(BatchTensorTest, TuplesOfTensorsAndScalars) {
   EXPECT_EQ(std::get<2>(rows_again[3]), Tensor::Scalar<float>(1.5f));
 }
 
-TEST(BatchTensorTest, NonTensorTuplesStayVectors) {
+TEST(BatchTensorTest, NumbersAndTuplesOfNumbersBatchComponentWise) {
+  // tf.data: range(5).map(lambda x: (x, x)).batch(2) -> ([0 1], [0 1]), ([2 3], [2 3]), ([4], [4]).
+  auto pairs = Values(Range(5).Map([](int64_t x) { return std::make_pair(x, x); }).Batch(2));
+  ASSERT_EQ(pairs.size(), 3u);
+  EXPECT_EQ(pairs[1].first, Tensor::FromVector<int64_t>({2, 3}));
+  EXPECT_EQ(pairs[1].second, Tensor::FromVector<int64_t>({2, 3}));
+  EXPECT_EQ(pairs[2].first.shape(), Shape({1}));
+  // Mixed dtypes keep each component's own: int64 and double.
+  auto mixed =
+      Values(Range(3).Map([](int64_t x) { return std::make_tuple(x, x * 0.25, x % 2 == 0); }).Batch(3));
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(std::get<0>(mixed[0]), Tensor::FromVector<int64_t>({0, 1, 2}));
+  EXPECT_EQ(std::get<1>(mixed[0]), Tensor::FromVector<double>({0, 0.25, 0.5}));
+  EXPECT_EQ(std::get<2>(mixed[0]), Tensor::FromVector<bool>({true, false, true}));
+  // Enumerate's (index, value) pairs: an index tensor and a value tensor, as tf.data's enumerate().batch().
+  auto enumerated = Values(Range(10, 13).Enumerate().Batch(3));
+  ASSERT_EQ(enumerated.size(), 1u);
+  EXPECT_EQ(enumerated[0].first, Tensor::FromVector<int64_t>({0, 1, 2}));
+  EXPECT_EQ(enumerated[0].second, Tensor::FromVector<int64_t>({10, 11, 12}));
+  // Half and bfloat16 numbers stack into tensors of their dtype.
+  auto halves =
+      Values(Range(2).Map([](int64_t x) { return FloatToBFloat16(static_cast<float>(x) + 0.5f); }).Batch(2));
+  ASSERT_EQ(halves.size(), 1u);
+  EXPECT_EQ(halves[0].dtype(), DType::kBFloat16);
+  EXPECT_EQ(BFloat16ToFloat(halves[0].span<BFloat16>()[1]), 1.5f);
+  // The parallel stacking gives the same tensors.
+  EXPECT_EQ(Values(Range(7).Batch(3, false, kAutotune)), Values(Range(7).Batch(3)));
+  // Unbatch gives the numbers back as rank-0 tensors, as tf.data's unbatch.
+  auto rows = Values(Range(5).Map([](int64_t x) { return std::make_pair(x, x * 10); }).Batch(2).Unbatch());
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[3].first, Tensor::Scalar<int64_t>(3));
+  EXPECT_EQ(rows[3].second, Tensor::Scalar<int64_t>(30));
+}
+
+TEST(BatchTensorTest, OtherElementsStayVectorsAndBatchVectorsKeepsAnyElementAsOne) {
+  // A tuple with a component that is neither a Tensor nor a number: a vector of the tuples.
   auto got = Values(Range(3).Map([](int64_t x) { return std::make_tuple(x, std::to_string(x)); }).Batch(2));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].size(), 2u);
   EXPECT_EQ(std::get<1>(got[1][0]), "2");
+  // BatchVectors: the same groups for numbers, tuples of numbers and tensors.
+  auto numbers = Values(Range(5).Map([](int64_t x) { return std::make_pair(x, x + 1); }).BatchVectors(2));
+  ASSERT_EQ(numbers.size(), 3u);
+  EXPECT_EQ(numbers[1], (std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {3, 4}}));
+  auto tensors = Values(Rows(3).BatchVectors(2, /*drop_remainder=*/true));
+  ASSERT_EQ(tensors.size(), 1u);
+  ASSERT_EQ(tensors[0].size(), 2u);
+  EXPECT_EQ(tensors[0][1], Row(1));
 }
 
 TEST(UnbatchTensorTest, RowsAreViewsOfTheBatchAndCardinalityFollowsStaticBatchSize) {

@@ -364,7 +364,7 @@ TEST(FileCacheTest, DamagedFilesAreDataLossNamingFileAndOffset) {
 
 TEST(FileCacheTest, CacheOfAnotherElementTypeIsANamedError) {
   std::string path = CachePath("cache_type_mismatch");
-  ASSERT_EQ(Values(Range(3).Batch(2).Cache(path)), (std::vector<std::vector<int64_t>>{{0, 1}, {2}}));
+  ASSERT_EQ(Values(Range(3).BatchVectors(2).Cache(path)), (std::vector<std::vector<int64_t>>{{0, 1}, {2}}));
   auto calls = std::make_shared<std::atomic<int64_t>>(0);
   auto as_tensors = Counted(3, calls).Map([](int64_t x) { return Tensor::Scalar<int64_t>(x); }).Cache(path);
   auto got = Collect(as_tensors);
@@ -376,7 +376,7 @@ TEST(FileCacheTest, CacheOfAnotherElementTypeIsANamedError) {
       << status;
   EXPECT_EQ(calls->load(), 0);  // the input does not run over a cache it cannot use
   // The cache is left alone: its own type still reads it.
-  EXPECT_EQ(Values(Range(3).Batch(2).Cache(path)).size(), 2u);
+  EXPECT_EQ(Values(Range(3).BatchVectors(2).Cache(path)).size(), 2u);
 }
 
 TEST(FileCacheTest, CacheFromAnOlderFileFormatIsANamedError) {

@@ -94,6 +94,16 @@ inline absl::StatusOr<int64_t> MaybeFail(int64_t x) {
   return x * 3 + 1;
 }
 
+// The number in a rank-0 int64 tensor (a row of Range(n).Batch(k).Unbatch()), so that batched int64
+// pipelines come back to Dataset<int64_t>.
+inline int64_t IntOf(const Tensor& scalar) { return scalar.data<int64_t>()[0]; }
+// A batch of int64 (Range(n).Batch(k)'s int64[k] tensor) folded into one number, its size first.
+inline int64_t SumOfBatch(const Tensor& batch) {
+  int64_t sum = batch.shape().rank() == 0 ? 0 : batch.shape().dim(0);
+  for (int64_t x : batch.span<int64_t>()) sum = sum * 7 + x;
+  return sum;
+}
+
 // 0, 1, ..., n - 1 from a FromGenerator, an op that cannot be saved (its state is the callable's).
 inline Dataset<int64_t> GeneratedRange(int64_t n) {
   return FromGenerator([n] {

@@ -219,7 +219,9 @@ TEST(CheckpointHooksTest, FromGeneratorCallableWithHooksResumesAtEveryCut) {
   // A cut before the first pull restores no source (the factory makes it); cuts 1 to 15 each call restore.
   EXPECT_EQ(restores, 15);
   ExpectEveryCutResumes(ds.Map([](int64_t x) { return x + 1; }).Prefetch(4));
-  ExpectEveryCutResumes(ds.Repeat(2).Batch(4).Unbatch());
+  ExpectEveryCutResumes(ds.Repeat(2).BatchVectors(4).Unbatch());
+  ExpectEveryCutResumes(
+      ds.Repeat(2).Batch(4).Unbatch().Map([](const Tensor& x) { return x.data<int64_t>()[0]; }));
 }
 
 AsyncGenerator<int64_t> CubesFrom(int64_t from, int64_t end) {

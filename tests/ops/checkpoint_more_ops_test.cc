@@ -50,6 +50,7 @@ namespace {
 using checkpoint_testing::Elements;
 using checkpoint_testing::MaybeFail;
 using checkpoint_testing::Pull;
+using checkpoint_testing::SumOfBatch;
 
 constexpr size_t kAll = 100000;
 
@@ -251,15 +252,10 @@ TEST(CheckpointMoreOpsTest, BucketBySequenceLengthSavedMidBucket) {
 }
 
 TEST(CheckpointMoreOpsTest, RebatchRestoresAtEveryCut) {
-  auto sum = [](std::vector<int64_t> batch) {
-    int64_t s = static_cast<int64_t>(batch.size());
-    for (int64_t x : batch) s = s * 7 + x;
-    return s;
-  };
-  CheckEveryCut(Range(37).Map(MaybeFail).Batch(5).Rebatch({3, 0, 2}).Map(sum), "Rebatch({3,0,2})");
-  CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(sum), "Rebatch(3, drop)");
+  CheckEveryCut(Range(37).Map(MaybeFail).Batch(5).Rebatch({3, 0, 2}).Map(SumOfBatch), "Rebatch({3,0,2})");
+  CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(SumOfBatch), "Rebatch(3, drop)");
   // Under a Prefetch the producer reaches the end, where the dropped remainder was once still counted.
-  CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(sum).Prefetch(3),
+  CheckEveryCut(Range(37).Batch(4).Rebatch(3, /*drop_remainder=*/true).Map(SumOfBatch).Prefetch(3),
                 "Rebatch(3, drop).Prefetch(3)");
   CheckEveryCut(
       Range(29).Map([](int64_t x) { return Tensor::Scalar<int64_t>(x); }).Batch(6).Rebatch(4).Map(TensorHash),
@@ -463,7 +459,7 @@ TEST(CheckpointMoreOpsTest, ChangedParamsAreRefused) {
   check(Range(20).Map(SequenceOrError).BucketBySequenceLength(Length, {3}, {2, 2}).Map(TensorHash),
         Range(20).Map(SequenceOrError).BucketBySequenceLength(Length, {4}, {2, 2}).Map(TensorHash),
         "BucketBySequenceLength");
-  auto size = [](std::vector<int64_t> b) { return static_cast<int64_t>(b.size()); };
+  auto size = [](const Tensor& b) { return b.shape().dim(0); };
   check(Range(20).Batch(3).Rebatch(2).Map(size), Range(20).Batch(3).Rebatch(4).Map(size), "Rebatch");
   check(Range(20).Cache(), Range(20).Cache(FreshCachePath("changed")), "Cache");
 }
@@ -474,9 +470,7 @@ TEST(CheckpointMoreOpsTest, TruncatedStatesOfTheNewOpsAreDataLoss) {
       SampleFromDatasets<int64_t>(
           {Range(30).Map(SequenceOrError).PaddedBatch(3).Map(TensorHash).Cache(),
            Range(30).Map(SequenceOrError).BucketBySequenceLength(Length, {3}, {2, 3}).Map(TensorHash),
-           ChooseFromDatasets<int64_t>({Range(9).Batch(2).Rebatch(3).Map([](std::vector<int64_t> b) {
-                                         return static_cast<int64_t>(b.size());
-                                       })},
+           ChooseFromDatasets<int64_t>({Range(9).Batch(2).Rebatch(3).Map(SumOfBatch)},
                                        Range(10).Map([](int64_t) { return int64_t{0}; }))},
           {}, 5)
           .Repeat(2);

@@ -28,10 +28,12 @@ namespace {
 
 using checkpoint_testing::Elements;
 using checkpoint_testing::GeneratedRange;
+using checkpoint_testing::IntOf;
 using checkpoint_testing::MaybeFail;
 using checkpoint_testing::Pull;
 using checkpoint_testing::Show;
 using checkpoint_testing::Sorted;
+using checkpoint_testing::SumOfBatch;
 
 Elements Concat(Elements a, const Elements& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -209,16 +211,12 @@ TEST(CheckpointParallelTest, ParallelMapSaveThenContinue) {
 }
 
 TEST(CheckpointParallelTest, ParallelBatchSaveThenContinue) {
-  auto sum = [](std::vector<int64_t> batch) {
-    int64_t s = 0;
-    for (int64_t x : batch) s = s * 7 + x;
-    return s;
-  };
-  CheckSaveThenContinue(Range(301).Batch(4, false, 2).Map(sum), true, "Batch(4, parallel)");
+  CheckSaveThenContinue(Range(301).Batch(4, false, 2).Map(SumOfBatch), true, "Batch(4, parallel)");
   // An async input leaves partial groups behind a pending poll; errors drop their group.
-  CheckSaveThenContinue(Range(300).Map(MaybeFail).Prefetch(1).Batch(5, true, 3).Map(sum), true,
+  CheckSaveThenContinue(Range(300).Map(MaybeFail).Prefetch(1).Batch(5, true, 3).Map(SumOfBatch), true,
                         "Prefetch.Batch(5, drop, parallel)");
-  CheckSaveThenContinue(Range(300).Batch(3, false, 3, false).Unbatch(), false, "Batch(3, nondeterministic)");
+  CheckSaveThenContinue(Range(300).Batch(3, false, 3, false).Unbatch().Map(IntOf), false,
+                        "Batch(3, nondeterministic)");
 }
 
 TEST(CheckpointParallelTest, ParseExampleSaveThenContinue) {
@@ -292,7 +290,7 @@ TEST(CheckpointParallelTest, InterleaveOfFilesSaveThenContinue) {
 TEST(CheckpointParallelTest, ParallelBatchInsideFlatMapEveryCut) {
   for (bool deterministic : {true, false}) {
     auto ds = Range(60)
-                  .FlatMap([](int64_t x) { return Range(x % 4).Batch(2, false, 2).Unbatch(); })
+                  .FlatMap([](int64_t x) { return Range(x % 4).Batch(2, false, 2).Unbatch().Map(IntOf); })
                   .Enumerate()
                   .Map([](std::pair<int64_t, int64_t> p) { return p.first * 1000 + p.second; })
                   .Shard(2, 0)
@@ -319,11 +317,6 @@ TEST(CheckpointParallelTest, ParallelBatchInsideFlatMapEveryCut) {
 // A save that fails below a parallel op (an uncovered FromGenerator) still paused and resumed its workers:
 // the error names the uncovered op and its path, and the iterator goes on with exactly the rest.
 TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
-  auto sum = [](std::vector<int64_t> batch) {
-    int64_t s = 0;
-    for (int64_t x : batch) s = s * 7 + x;
-    return s;
-  };
   struct Case {
     Dataset<int64_t> ds;
     std::string error;
@@ -331,7 +324,7 @@ TEST(CheckpointParallelTest, FailedSaveBelowAParallelOpLeavesTheIteratorExact) {
   std::vector<Case> cases = {
       {GeneratedRange(2000).Map(MaybeFail, 3, true),
        "checkpointing FromGenerator at /0 is not supported yet"},
-      {GeneratedRange(2000).Batch(4, false, 2).Map(sum),
+      {GeneratedRange(2000).Batch(4, false, 2).Map(SumOfBatch),
        "checkpointing FromGenerator at /0/0 is not supported yet"},
       {Range(6).Interleave(
            [](int64_t x) { return GeneratedRange(9).Map([x](int64_t y) { return x * 10 + y; }); }, 2, 1, 2,

@@ -40,10 +40,12 @@ namespace {
 
 using checkpoint_testing::Elements;
 using checkpoint_testing::GeneratedRange;
+using checkpoint_testing::IntOf;
 using checkpoint_testing::MaybeFail;
 using checkpoint_testing::Pull;
 using checkpoint_testing::Show;
 using checkpoint_testing::Sorted;
+using checkpoint_testing::SumOfBatch;
 
 constexpr size_t kMaxElements = 3000;
 
@@ -231,12 +233,12 @@ Dataset<int64_t> RandomPipeline(std::mt19937& rng, int depth, std::string* desc)
       int64_t size = 1 + pick(5);
       bool drop = pick(2) == 0;
       wrap(absl::StrCat("Batch(", size, ",", drop, ").Unbatch"));
-      return in.Batch(size, drop).Unbatch();
+      return in.Batch(size, drop).Unbatch().Map(IntOf);
     }
     case 8: {
       int64_t size = 1 + pick(5);
-      wrap(absl::StrCat("Batch(", size, ").Map(sum)"));
-      return in.Batch(size).Map([](std::vector<int64_t> batch) {
+      wrap(absl::StrCat("BatchVectors(", size, ").Map(sum)"));
+      return in.BatchVectors(size).Map([](std::vector<int64_t> batch) {
         int64_t sum = 0;
         for (int64_t x : batch) sum = sum * 7 + x;
         return sum;
@@ -294,16 +296,12 @@ Dataset<int64_t> RandomPipeline(std::mt19937& rng, int depth, std::string* desc)
       int64_t calls = pick(4) == 0 ? kAutotune : 2 + pick(2);
       bool drop = pick(2) == 0;
       wrap(absl::StrCat("Batch(", size, ",", drop, ",", calls, ").Unbatch"));
-      return in.Batch(size, drop, calls, /*deterministic=*/true).Unbatch();
+      return in.Batch(size, drop, calls, /*deterministic=*/true).Unbatch().Map(IntOf);
     }
     case 20: {
       int64_t size = 1 + pick(4);
       wrap(absl::StrCat("Batch(", size, ",parallel).Map(sum)"));
-      return in.Batch(size, false, 2, true).Map([](std::vector<int64_t> batch) {
-        int64_t sum = 0;
-        for (int64_t x : batch) sum = sum * 7 + x;
-        return sum;
-      });
+      return in.Batch(size, false, 2, true).Map(SumOfBatch);
     }
     case 21: {
       int64_t cycle = 1 + pick(4), block = 1 + pick(3);
@@ -329,7 +327,7 @@ Dataset<int64_t> RandomPipeline(std::mt19937& rng, int depth, std::string* desc)
     }
     case 23:
       wrap("FlatMap(Range(x%4).Batch.Unbatch)");
-      return in.FlatMap([](int64_t x) { return Range(x % 4).Batch(2, false, 2).Unbatch(); });
+      return in.FlatMap([](int64_t x) { return Range(x % 4).Batch(2, false, 2).Unbatch().Map(IntOf); });
     case 25: {
       std::string other;
       Dataset<int64_t> b = RandomPipeline(rng, depth - 1, &other);
@@ -377,11 +375,7 @@ Dataset<int64_t> RandomPipeline(std::mt19937& rng, int depth, std::string* desc)
       if (pick(2) == 0) sizes.push_back(pick(3));
       const bool drop = pick(3) == 0;
       wrap(absl::StrCat("Batch(", size, ").Rebatch({", absl::StrJoin(sizes, ","), "},", drop, ").Map(sum)"));
-      return in.Batch(size).Rebatch(sizes, drop).Map([](std::vector<int64_t> batch) {
-        int64_t sum = static_cast<int64_t>(batch.size());
-        for (int64_t x : batch) sum = sum * 7 + x;
-        return sum;
-      });
+      return in.Batch(size).Rebatch(sizes, drop).Map(SumOfBatch);
     }
     case 30:
     case 31:
@@ -543,7 +537,7 @@ TEST(CheckpointTest, RandomNondeterministicPipelinesRestoreTheSameMultiset) {
       ds = SampleFromDatasets<int64_t>({ds, Range(100, 130)}, {}, std::nullopt, false);
     } else if (kind == 0) {
       desc += ".Batch(3,nondeterministic).Unbatch";
-      ds = ds.Batch(3, false, calls, /*deterministic=*/false).Unbatch();
+      ds = ds.Batch(3, false, calls, /*deterministic=*/false).Unbatch().Map(IntOf);
     } else if (kind == 1) {
       desc += ".ParallelInterleave(Range(x%5),3,2,nondeterministic)";
       ds = ds.Interleave([](int64_t x) { return Range(x % 5).Map([x](int64_t y) { return x * 100 + y; }); },
@@ -585,7 +579,7 @@ TEST(CheckpointTest, RandomNondeterministicPipelinesRestoreTheSameMultiset) {
 }
 
 TEST(CheckpointTest, SaveAtStartAndAtEnd) {
-  auto ds = Range(30).Shuffle(7, 3).Map(MaybeFail).Batch(4).Unbatch().Prefetch(3);
+  auto ds = Range(30).Shuffle(7, 3).Map(MaybeFail).BatchVectors(4).Unbatch().Prefetch(3);
   Iterator<int64_t> it = ds.MakeIterator();
   Elements full = Pull(it, kMaxElements);
   CheckCut(ds, full, 0, "at 0");
@@ -599,7 +593,7 @@ TEST(CheckpointTest, SaveAtStartAndAtEnd) {
 }
 
 TEST(CheckpointTest, SaveTwiceFromOneIterator) {
-  auto ds = Range(200).Shuffle(50, 9).Prefetch(4).Batch(3).Unbatch();
+  auto ds = Range(200).Shuffle(50, 9).Prefetch(4).BatchVectors(3).Unbatch();
   Iterator<int64_t> it = ds.MakeIterator();
   Elements first = Pull(it, 17);
   absl::StatusOr<std::string> state1 = it.SaveBlocking();
@@ -710,7 +704,7 @@ TEST(CheckpointTest, ListFilesTextLinesAndFixedLengthRecordsRestoreExactly) {
           .Repeat(2)
           .Map(Hash),
       TextLines({lines, lines}).Map(Hash).Shuffle(5, 1),
-      FixedLengthRecords({fixed}, 8, 6, 4).Map(Hash).Batch(3).Unbatch(),
+      FixedLengthRecords({fixed}, 8, 6, 4).Map(Hash).BatchVectors(3).Unbatch(),
   };
   for (size_t s = 0; s < sources.size(); ++s) {
     Iterator<int64_t> it = sources[s].MakeIterator();
@@ -747,7 +741,7 @@ TEST(CheckpointTest, ChangedPipelineIsFailedPreconditionNamingTheOp) {
 }
 
 TEST(CheckpointTest, TruncatedOrFlippedStateIsDataLossNeverACrash) {
-  auto ds = Range(60).Map(MaybeFail).Shuffle(8, 1).Batch(3).Unbatch().Prefetch(4);
+  auto ds = Range(60).Map(MaybeFail).Shuffle(8, 1).BatchVectors(3).Unbatch().Prefetch(4);
   Iterator<int64_t> it = ds.MakeIterator();
   Pull(it, 11);
   absl::StatusOr<std::string> state = it.SaveBlocking();
@@ -771,7 +765,7 @@ TEST(CheckpointTest, TruncatedOrFlippedStateIsDataLossNeverACrash) {
 // Corruption behind a valid checksum (what a hand-made state could hold) reaches the decoders: it must
 // fail cleanly or restore something, never crash.
 TEST(CheckpointTest, CorruptBodyWithValidChecksumNeverCrashes) {
-  auto ds = Zip(Range(50).Shuffle(6, 2), Range(50).Batch(4).Unbatch())
+  auto ds = Zip(Range(50).Shuffle(6, 2), Range(50).BatchVectors(4).Unbatch())
                 .Map([](std::pair<int64_t, int64_t> p) { return p.first + p.second; })
                 .Prefetch(3);
   Iterator<int64_t> it = ds.MakeIterator();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,10 +59,13 @@ int64_t HashOf(const ParsedExample& parsed) {
   return static_cast<int64_t>(XxHash64(bytes) % 1000000007);
 }
 
-int64_t HashOf(const std::vector<int64_t>& batch) {
+int64_t HashOf(std::span<const int64_t> batch) {
   const std::string_view bytes(reinterpret_cast<const char*>(batch.data()), batch.size() * sizeof(int64_t));
   return static_cast<int64_t>(XxHash64(bytes) % 1000000007);
 }
+// A batch of int64 numbers: an int64[n] tensor (Batch) or a vector (BatchVectors).
+int64_t HashOf(const Tensor& batch) { return HashOf(batch.span<int64_t>()); }
+int64_t HashOf(const std::vector<int64_t>& batch) { return HashOf(std::span<const int64_t>(batch)); }
 
 // The file pipeline: TFRecord -> ParseExample -> Map -> Batch -> Prefetch(64), and a last Map
 // that turns each batch into one number for comparing.
@@ -71,7 +75,7 @@ Dataset<int64_t> FilePipeline() {
       .Map([](ParsedExample parsed) { return HashOf(parsed); }, "hash")
       .Batch(16)
       .Prefetch(64)
-      .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+      .Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
 }
 
 // Saves after `cut` elements with `options`, restores, and checks prefix + rest == full. Returns the
@@ -121,18 +125,17 @@ TEST(CompactCheckpointTest, FilePipelineStateStaysSmallAndRestoresExactly) {
 }
 
 TEST(CompactCheckpointTest, NestedPrefetchesFiltersAndRepeatsRestoreExactly) {
-  const Dataset<int64_t> ds =
-      Range(0, 300)
-          .Map(MaybeFail, "maybe_fail")
-          .Prefetch(8)
-          .Filter([](int64_t x) { return x % 3 != 0; }, "not_three")
-          .Skip(5)
-          .Take(150)
-          .Repeat(2)
-          .Prefetch(4)
-          .Batch(7)
-          .Prefetch(3)
-          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+  const Dataset<int64_t> ds = Range(0, 300)
+                                  .Map(MaybeFail, "maybe_fail")
+                                  .Prefetch(8)
+                                  .Filter([](int64_t x) { return x % 3 != 0; }, "not_three")
+                                  .Skip(5)
+                                  .Take(150)
+                                  .Repeat(2)
+                                  .Prefetch(4)
+                                  .Batch(7)
+                                  .Prefetch(3)
+                                  .Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
   Iterator<int64_t> whole = ds.MakeIterator();
   const Elements full = Pull(whole, kAll);
   ASSERT_GT(full.size(), 30u);
@@ -179,7 +182,7 @@ TEST(CompactCheckpointTest, ShuffleRestoresExactlyFromMarksAndReplayedDraws) {
                                       .Prefetch(6);
   // Unseeded: the seed is the iterator's record, drawn once and restored with the state.
   const Dataset<int64_t> unseeded = Range(0, 90).Shuffle(1000).Batch(4).Prefetch(2).Map(
-      [](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+      [](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
   for (const auto& [ds, name] : {std::pair(seeded, "seeded"), std::pair(unseeded, "unseeded")}) {
     Iterator<int64_t> whole = ds.MakeIterator(Compact());
     const Elements full = Pull(whole, kAll);
@@ -326,8 +329,9 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
     case 4: {
       const int64_t size = 1 + pick(5);
       const bool drop = pick(2) == 0;
-      wrap(absl::StrCat("Batch(", size, ",", drop, ").Map(hash)"));
-      return in.Batch(size, drop).Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+      wrap(absl::StrCat("BatchVectors(", size, ",", drop, ").Map(hash)"));
+      return in.BatchVectors(size, drop)
+          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
     }
     case 5: {
       const int64_t n = pick(60);
@@ -380,8 +384,7 @@ Dataset<int64_t> RandomCompactPipeline(std::mt19937& rng, int depth, std::string
       const bool drop = pick(2) == 0;
       const int64_t calls = pick(2) == 0 ? kAutotune : 2;
       wrap(absl::StrCat("Batch(", size, ",", drop, ",", calls, ").Map(hash)"));
-      return in.Batch(size, drop, calls)
-          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+      return in.Batch(size, drop, calls).Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
     }
     case 15:
     case 16: {
@@ -457,7 +460,7 @@ TEST(CompactCheckpointTest, InterleavedFilePipelineStateStaysSmallAndRestoresExa
           .Map([](ParsedExample parsed) { return HashOf(parsed); }, "hash")
           .Batch(16)
           .Prefetch(64)
-          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+          .Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
   CheckFilePipelineCuts(ds, /*early=*/9, "interleaved files");
 }
 
@@ -471,7 +474,7 @@ TEST(CompactCheckpointTest, ParallelInterleavedFilePipelineStateStaysSmallAndRes
           .Map([](std::string record) { return static_cast<int64_t>(XxHash64(record) % 1000000007); }, "hash")
           .Batch(16)
           .Prefetch(64)
-          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+          .Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
   CheckFilePipelineCuts(ds, /*early=*/9, "parallel interleaved files");
 }
 
@@ -672,12 +675,12 @@ TEST(CompactCheckpointTest, NondeterministicParallelOpsAreRefused) {
 
   Options nondeterministic = Compact();
   nondeterministic.deterministic = false;
-  const Dataset<std::vector<int64_t>> by_options = Range(0, 100).Batch(4, false, 2);
-  absl::StatusOr<Iterator<std::vector<int64_t>>> restored = by_options.RestoreIterator("", nondeterministic);
+  const Dataset<Tensor> by_options = Range(0, 100).Batch(4, false, 2);
+  absl::StatusOr<Iterator<Tensor>> restored = by_options.RestoreIterator("", nondeterministic);
   ASSERT_FALSE(restored.ok());
   EXPECT_NE(restored.status().message().find("Batch at /"), std::string::npos) << restored.status();
   // The same pipelines are compact when they keep order.
-  Iterator<std::vector<int64_t>> ordered = by_options.MakeIterator(Compact());
+  Iterator<Tensor> ordered = by_options.MakeIterator(Compact());
   EXPECT_TRUE(ordered.NextBlocking().ok());
 }
 
@@ -690,7 +693,7 @@ TEST(CompactCheckpointTest, ParallelFilePipelineStateStaysSmallAndRestoresExactl
           .Map([](ParsedExample parsed) { return HashOf(parsed); }, kAutotune, std::nullopt, "hash")
           .Batch(16, /*drop_remainder=*/false, /*num_parallel_calls=*/2)
           .Prefetch(64)
-          .Map([](std::vector<int64_t> batch) { return HashOf(batch); }, "hash_batch");
+          .Map([](const Tensor& batch) { return HashOf(batch); }, "hash_batch");
   Elements full;
   {
     Iterator<int64_t> whole = ds.MakeIterator(Compact());

@@ -21,7 +21,10 @@ namespace sluice {
 namespace dataset_test_file {
 namespace {
 
+using test_ops::AllInts;
 using test_ops::Collect;
+using test_ops::IntBatches;
+using test_ops::Ints;
 using test_ops::Values;
 
 // Drains a dataset on this thread; error elements become their code's name so orders can be compared.
@@ -128,11 +131,13 @@ TEST(TakeSkipTest, Cardinality) {
 }
 
 TEST(BatchTest, RemainderKeptOrDropped) {
-  auto kept = Values(Range(7).Batch(3));
+  // tf.data: range(7).batch(3) -> int64 tensors [0 1 2], [3 4 5], [6].
+  std::vector<Tensor> kept = Values(Range(7).Batch(3));
   ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(kept[0], Iota(0, 3));
-  EXPECT_EQ(kept[1], Iota(3, 6));
-  EXPECT_EQ(kept[2], Iota(6, 7));
+  EXPECT_EQ(kept[0].dtype(), DType::kInt64);
+  EXPECT_EQ(kept[0].shape(), Shape({3}));
+  EXPECT_EQ(kept[2].shape(), Shape({1}));
+  EXPECT_EQ(IntBatches(kept), (std::vector<std::vector<int64_t>>{Iota(0, 3), Iota(3, 6), Iota(6, 7)}));
   auto dropped = Values(Range(7).Batch(3, /*drop_remainder=*/true));
   ASSERT_EQ(dropped.size(), 2u);
   EXPECT_EQ(Range(7).Batch(3).Cardinality(), 3);
@@ -140,6 +145,17 @@ TEST(BatchTest, RemainderKeptOrDropped) {
   EXPECT_EQ(Range(6).Batch(3).Cardinality(), 2);
   EXPECT_EQ(Range(7).Repeat().Batch(3).Cardinality(), kInfiniteCardinality);
   EXPECT_TRUE(Values(Range(0).Batch(3)).empty());
+}
+
+TEST(BatchTest, BatchVectorsKeepsAnyElementAsVectors) {
+  std::vector<std::vector<int64_t>> kept = Values(Range(7).BatchVectors(3));
+  EXPECT_EQ(kept, (std::vector<std::vector<int64_t>>{Iota(0, 3), Iota(3, 6), Iota(6, 7)}));
+  EXPECT_EQ(Values(Range(7).BatchVectors(3, /*drop_remainder=*/true)).size(), 2u);
+  EXPECT_EQ(Range(7).BatchVectors(3, true).Cardinality(), 2);
+  auto bad = Collect(Range(7).BatchVectors(0));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].status().message(), "BatchVectors: batch_size must be > 0, got 0");
+  EXPECT_NE(Range(7).BatchVectors(3).DebugString().find("BatchVectors(batch_size=3"), std::string::npos);
 }
 
 TEST(BatchTest, BadSizeAndInputErrors) {
@@ -154,9 +170,9 @@ TEST(BatchTest, BadSizeAndInputErrors) {
                 .Batch(3);
   auto got = Collect(ds);
   ASSERT_EQ(got.size(), 3u);
-  EXPECT_EQ(*got[0], Iota(0, 3));
+  EXPECT_EQ(Ints(*got[0]), Iota(0, 3));
   EXPECT_EQ(got[1].status().code(), absl::StatusCode::kDataLoss);  // 3 collected, then 4 failed
-  EXPECT_EQ(*got[2], (std::vector<int64_t>{5}));
+  EXPECT_EQ(Ints(*got[2]), (std::vector<int64_t>{5}));
 }
 
 TEST(RepeatTest, EpochsAndEndless) {
@@ -235,13 +251,13 @@ TEST(PrefetchTest, ChainedPrefetchesOnPrivatePool) {
   auto ds = Range(500).Prefetch(2).Map([](int64_t x) { return x + 1; }).Prefetch(3).Batch(7);
   Options options;
   options.thread_pool_size = 2;
-  Iterator<std::vector<int64_t>> it = ds.MakeIterator(options);
+  Iterator<Tensor> it = ds.MakeIterator(options);
   int64_t expected = 1;
   int64_t count = 0;
-  for (absl::StatusOr<std::vector<int64_t>> batch : it) {
+  for (absl::StatusOr<Tensor> batch : it) {
     ASSERT_TRUE(batch.ok());
-    for (int64_t x : *batch) EXPECT_EQ(x, expected++);
-    count += static_cast<int64_t>(batch->size());
+    for (int64_t x : Ints(*batch)) EXPECT_EQ(x, expected++);
+    count += batch->shape().dim(0);
   }
   EXPECT_EQ(count, 500);
 }
@@ -455,7 +471,8 @@ TEST(ZipConcatenateTest, ConcatenateInOrder) {
 
 TEST(TakeWhileUnbatchTest, Basics) {
   EXPECT_EQ(Values(Range(10).TakeWhile([](const int64_t& x) { return x < 4; })), Iota(0, 4));
-  EXPECT_EQ(Values(Range(7).Batch(3).Unbatch()), Iota(0, 7));
+  EXPECT_EQ(AllInts(Values(Range(7).Batch(3).Unbatch())), Iota(0, 7));
+  EXPECT_EQ(Values(Range(7).BatchVectors(3).Unbatch()), Iota(0, 7));
 }
 
 }  // namespace

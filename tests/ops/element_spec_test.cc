@@ -32,6 +32,8 @@ TEST(ElementSpecTest, NumbersAndStrings) {
   EXPECT_EQ(Range(10).Batch(4).element_spec().DebugString(), "(int64[-1])");
   EXPECT_EQ(Range(10).Batch(4, /*drop_remainder=*/true).element_spec().DebugString(), "(int64[4])");
   EXPECT_EQ(Range(10).Batch(4, true).Unbatch().element_spec().DebugString(), "(int64[])");
+  EXPECT_EQ(Range(10).Enumerate().Batch(4, true).element_spec().DebugString(), "(int64[4], int64[4])");
+  EXPECT_EQ(Range(10).BatchVectors(4, true).element_spec().DebugString(), "(int64[4])");
 }
 
 TEST(ElementSpecTest, PassThroughOpsKeepTheSpec) {

@@ -98,7 +98,8 @@ TEST(ElementTypeTest, NodesReportTheirElementType) {
   EXPECT_EQ(range.node()->element_type_name(), "int64");
   auto pairs = range.Map([](int64_t x) { return std::make_pair(x, std::to_string(x)); });
   EXPECT_EQ(pairs.node()->element_type_name(), "pair<int64,string>");
-  EXPECT_EQ(range.Batch(2).node()->element_type_name(), "vector<int64>");
+  EXPECT_EQ(range.Batch(2).node()->element_type_name(), "Tensor");
+  EXPECT_EQ(range.BatchVectors(2).node()->element_type_name(), "vector<int64>");
   EXPECT_EQ(range.Map([](int64_t x) { return std::vector<int64_t>(2, x); }).node()->element_type_name(),
             "vector<int64>");
   auto points = range.Map([](int64_t x) { return test_types::Point{x, -x}; });

@@ -169,7 +169,8 @@ std::vector<OpCase> OpCases() {
       {"Concatenate", [=] { ExpectRoundTrip(ints.Concatenate(Range(5))); }},
       {"IgnoreErrors", [=] { ExpectRoundTrip(ints.Batch(0).Unbatch().IgnoreErrors()); }},
       {"Enumerate", [=] { ExpectRoundTrip(ints.Enumerate(10)); }},
-      {"BatchToVector", [=] { ExpectRoundTrip(ints.Batch(4, true)); }},
+      {"BatchNumbers", [=] { ExpectRoundTrip(ints.Batch(4, true)); }},
+      {"BatchVectors", [=] { ExpectRoundTrip(ints.BatchVectors(3)); }},
       {"BatchParallel", [=] { ExpectRoundTrip(rows.Batch(2, false, 2, true)); }},
       {"BatchError", [=] { ExpectRoundTrip(ints.Batch(0)); }},
       {"Unbatch", [=] { ExpectRoundTrip(ints.Batch(3).Unbatch()); }},
@@ -380,7 +381,7 @@ TEST(GraphTest, GraphTextShowsPathsOpsTypesAndParams) {
   ASSERT_TRUE(graph.ok());
   const std::string text = GraphText(*graph);
   EXPECT_NE(text.find("/  "), std::string::npos) << text;
-  EXPECT_NE(text.find("Batch -> vector<int64>"), std::string::npos) << text;
+  EXPECT_NE(text.find("Batch -> Tensor"), std::string::npos) << text;
   EXPECT_NE(text.find("/0 "), std::string::npos) << text;
   EXPECT_NE(text.find("f=graph_test.add_n(n=3)"), std::string::npos) << text;
   EXPECT_NE(text.find("/0/0"), std::string::npos) << text;

@@ -47,7 +47,7 @@ TEST(NodePathTest, MalformedPathsAreInvalidArgumentNamingThePath) {
 
 // Zip(Range(5).Map(f), Range(3)).Batch(2): the root is Batch, /0 Zip, /0/0 Map, /0/0/0 its Range,
 // /0/1 the second Range.
-Dataset<std::vector<std::pair<int64_t, int64_t>>> Graph() {
+Dataset<std::pair<Tensor, Tensor>> Graph() {
   return Zip(Range(5).Map([](int64_t x) { return x; }), Range(3)).Batch(2);
 }
 

@@ -75,6 +75,25 @@ TEST(PaddedBatchTest, StringsPadWithEmptyAndTuplesPadPerComponent) {
   EXPECT_EQ(std::get<1>(padded[0]), Tensor::FromVector<float>({1.f, 2.f, 3.f}));
 }
 
+TEST(PaddedBatchTest, NumbersAndTuplesWithNumbersPadAsBatchStacksThem) {
+  // Numbers are rank-0: nothing to pad, so PaddedBatch stacks them as Batch does.
+  auto numbers = Values(Range(5).PaddedBatch(2));
+  ASSERT_EQ(numbers.size(), 3u);
+  EXPECT_EQ(numbers[1], Tensor::FromVector<int64_t>({2, 3}));
+  EXPECT_EQ(Values(Range(5).PaddedBatch(2, {{}}, {}, /*drop_remainder=*/true)).size(), 2u);
+  // tf.data's (sequence, label) case: the sequence padded, the label number stacked.
+  auto labelled = Range(1, 4).Map([](int64_t x) { return std::make_pair(Fill(x), x * 10); });
+  auto got = Values(labelled.PaddedBatch(3));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first.shape(), Shape({3, 3}));
+  EXPECT_EQ(Ints(got[0].first), (std::vector<int64_t>{1, 0, 0, 2, 2, 0, 3, 3, 3}));
+  EXPECT_EQ(got[0].second, Tensor::FromVector<int64_t>({10, 20, 30}));
+  // A number's padded shape must be rank 0.
+  auto wrong_rank = Collect(Range(3).PaddedBatch(2, {{4}}));
+  ASSERT_FALSE(wrong_rank.empty());
+  EXPECT_EQ(wrong_rank[0].status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PaddedBatchTest, ElementLargerThanPaddedShapeIsDataLoss) {
   // tf's padded_batch_test: [6, 5, 5, 5, 5] filled, padded to [5] -> DataLossError.
   auto ds = FromVector<int64_t>({6, 5, 5, 5, 5}).Map(Fill).PaddedBatch(4, {{5}});

@@ -68,7 +68,7 @@ TEST(RebatchTest, EqualsUnbatchThenBatchOverManySizes) {
 }
 
 TEST(RebatchTest, VectorsTuplesAndMultiDimensionalRows) {
-  auto vectors = Values(Range(7).Batch(3).Rebatch(2));
+  auto vectors = Values(Range(7).BatchVectors(3).Rebatch(2));
   ASSERT_EQ(vectors.size(), 4u);
   EXPECT_EQ(vectors[1], (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(vectors[3], (std::vector<int64_t>{6}));

@@ -43,9 +43,27 @@ std::vector<T> Values(const Dataset<T>& ds, Options options) {
   return Values(ds, 1000000, options);
 }
 
+// The int64 values of a tensor (Range(n).Batch(k)'s elements are int64[k] tensors). A tensor of another
+// dtype fails the calling test and gives no values.
 inline std::vector<int64_t> Ints(const Tensor& t) {
+  EXPECT_EQ(t.dtype(), DType::kInt64) << "expected an int64 tensor";
+  if (t.dtype() != DType::kInt64) return {};
   auto s = t.span<int64_t>();
   return std::vector<int64_t>(s.begin(), s.end());
+}
+// Ints of each tensor: the batches of Range(n).Batch(k) as vectors.
+inline std::vector<std::vector<int64_t>> IntBatches(const std::vector<Tensor>& batches) {
+  std::vector<std::vector<int64_t>> out;
+  for (const Tensor& b : batches) out.push_back(Ints(b));
+  return out;
+}
+// Ints of every tensor, in order: the scalars of Batch(k).Unbatch() as one vector.
+inline std::vector<int64_t> AllInts(const std::vector<Tensor>& tensors) {
+  std::vector<int64_t> out;
+  for (const Tensor& t : tensors) {
+    for (int64_t x : Ints(t)) out.push_back(x);
+  }
+  return out;
 }
 
 // A rank-1 int64 tensor [x, x, ..., x] of length x (tf's `tf.fill([x], x)`).

@@ -47,6 +47,8 @@ TEST(TfDocExamplesTest, BatchAndDropRemainder) {
   EXPECT_EQ(BatchRows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
   batches = Values(Range(8).Map(ScalarTensor).Batch(3, /*drop_remainder=*/true));
   EXPECT_EQ(BatchRows(batches), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}}));
+  // Numbers need no Map: tf.data batches them into int64 tensors too.
+  EXPECT_EQ(BatchRows(Values(Range(8).Batch(3))), (std::vector<Ints64>{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
   EXPECT_EQ(Range(8).Batch(3).Cardinality(), 3);
   EXPECT_EQ(Range(8).Batch(3, true).Cardinality(), 2);
 }

@@ -37,7 +37,7 @@ TEST(WindowTest, DocumentedExamples) {
   EXPECT_EQ(Windows(Range(7).Window(3, 1, 2, true)), (std::vector<Ints64>{{0, 2, 4}, {1, 3, 5}, {2, 4, 6}}));
   // flat_map(lambda w: w.batch(3)) over window(3, shift=2)
   auto batches = Values(Range(7).Window(3, 2).FlatMap([](Dataset<int64_t> w) { return w.Batch(3); }));
-  EXPECT_EQ(batches, (std::vector<Ints64>{{0, 1, 2}, {2, 3, 4}, {4, 5, 6}, {6}}));
+  EXPECT_EQ(test_ops::IntBatches(batches), (std::vector<Ints64>{{0, 1, 2}, {2, 3, 4}, {4, 5, 6}, {6}}));
 }
 
 // A shift larger than the window drops the elements between windows.

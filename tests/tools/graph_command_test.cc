@@ -34,7 +34,7 @@ TEST(GraphCommandTest, PrintsFingerprintAndOneLinePerNode) {
   CliRun run = RunCli({"graph", path});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(run.out.starts_with("fingerprint ")) << run.out;
-  EXPECT_NE(run.out.find("Batch -> vector<int64>  batch_size=2"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Batch -> Tensor  batch_size=2"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("/0 "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("Shuffle -> int64  buffer_size=4"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("/0/0"), std::string::npos) << run.out;

@@ -37,7 +37,7 @@ absl::StatusOr<int64_t> Drain(Iterator<T>& it) {
     if constexpr (std::is_same_v<T, int64_t>) {
       sum += **next;
     } else {
-      for (int64_t v : **next) sum += v;
+      for (int64_t v : (**next).template span<int64_t>()) sum += v;  // an int64[kBatch] batch
     }
   }
 }

@@ -1,10 +1,13 @@
-// Batch(batch_size, drop_remainder, num_parallel_calls): tf.data.Dataset.batch.
+// Batch(batch_size, drop_remainder, num_parallel_calls): tf.data.Dataset.batch; BatchVectors, the same
+// grouping into std::vector<T> for any T.
 //
 // Contract:
 // - Elements: batch_size consecutive input elements combined by the Batched<T> rule (sluice/ops/batching.h):
-//   Tensors stacked into one contiguous [n, ...] tensor, tuples/pairs of tensors and scalars stacked per
-//   component, ParsedExamples stacked/concatenated as tf.io.parse_example lays them out, anything else
-//   collected into a std::vector<T>. Input order is kept.
+//   Tensors stacked into one contiguous [n, ...] tensor, numbers into a rank-1 tensor of their dtype,
+//   tuples/pairs of tensors and numbers stacked per component, ParsedExamples stacked/concatenated as
+//   tf.io.parse_example lays them out, anything else collected into a std::vector<T>. BatchVectors always
+//   collects into std::vector<T> (Range(10).BatchVectors(4) gives std::vector<int64_t>). Input order is
+//   kept.
 // - Remainder: the last batch holds the remaining (fewer than batch_size) elements unless drop_remainder,
 //   which drops it.
 // - Errors: batch_size <= 0 (or num_parallel_calls < -1) makes the dataset one InvalidArgument element.
@@ -31,17 +34,19 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
-#include <variant>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/ops/autotune.h"
 #include "sluice/ops/batching.h"
 #include "sluice/ops/cardinality.h"
-#include "sluice/ops/op_node.h"
-#include "sluice/ops/autotune.h"
 #include "sluice/ops/error_source.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/parallel_map.h"
 #include "sluice/ops/user_function.h"
 
@@ -53,11 +58,11 @@ inline int64_t BatchCardinality(int64_t input_cardinality, int64_t batch_size, b
   return input_cardinality / batch_size + (!drop_remainder && input_cardinality % batch_size != 0 ? 1 : 0);
 }
 
-// The batch size every element of `node` is known to have without iterating (a Batch, PaddedBatch or
-// single-size Rebatch with drop_remainder, as tf.data's static batch dimension), or -1.
+// The batch size every element of `node` is known to have without iterating (a Batch, BatchVectors,
+// PaddedBatch or single-size Rebatch with drop_remainder, as tf.data's static batch dimension), or -1.
 inline int64_t StaticBatchSize(const OpNode& node) {
   std::string_view op = node.op_name();
-  if (op != "Batch" && op != "PaddedBatch" && op != "Rebatch") return -1;
+  if (op != "Batch" && op != "BatchVectors" && op != "PaddedBatch" && op != "Rebatch") return -1;
   int64_t size = -1;
   bool drop = false;
   for (const Param& p : node.params()) {
@@ -173,22 +178,33 @@ class GroupStream final : public Stream<std::vector<T>> {
   absl::StatusOr<T> in_;
 };
 
-// The second half: one group stacked by the Batched<T> rule; `index` is the batch's, for messages.
-template <class T>
+// What a batch of T is: Batched<T> (Batch), or std::vector<T> whatever T is (BatchVectors).
+template <class T, bool kIntoVectors>
+using BatchOf = std::conditional_t<kIntoVectors, std::vector<T>, Batched<T>>;
+
+// The second half: one group stacked by the Batched<T> rule (or kept as the vector it is, for
+// BatchVectors); `index` is the batch's, for messages.
+template <class T, bool kIntoVectors = false>
 struct StackGroup {
   // The grouping under the parallel stacking is part of the same Batch node (see ParallelMapStream::Save).
   static constexpr bool kInputSharesNode = true;
-  absl::StatusOr<Batched<T>> operator()(std::vector<T> elements, int64_t index) const {
-    absl::StatusOr<Batched<T>> batch = StackBatch<T>(std::move(elements));
-    if (!batch.ok()) return AnnotateError(batch.status(), "Batch", index);
-    return batch;
+  absl::StatusOr<BatchOf<T, kIntoVectors>> operator()(std::vector<T> elements, int64_t index) const {
+    if constexpr (kIntoVectors) {
+      return elements;
+    } else {
+      absl::StatusOr<Batched<T>> batch = StackBatch<T>(std::move(elements));
+      if (!batch.ok()) return AnnotateError(batch.status(), "Batch", index);
+      return batch;
+    }
   }
 };
 
-template <class T>
-class BatchNode final : public Node<Batched<T>> {
+// Batch (kIntoVectors false) and BatchVectors (true): the same grouping, inline or parallel stacking,
+// checkpoints and params; only the combining rule and the op's name differ.
+template <class T, bool kIntoVectors = false>
+class BatchNode final : public Node<BatchOf<T, kIntoVectors>> {
  public:
-  using B = Batched<T>;
+  using B = BatchOf<T, kIntoVectors>;
   BatchNode(NodePtr<T> input, int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls = 0,
             std::optional<bool> deterministic = std::nullopt)
       : input_(std::move(input)),
@@ -196,7 +212,7 @@ class BatchNode final : public Node<Batched<T>> {
         drop_remainder_(drop_remainder),
         num_parallel_calls_(num_parallel_calls),
         deterministic_(deterministic) {}
-  std::string_view op_name() const override { return "Batch"; }
+  std::string_view op_name() const override { return kIntoVectors ? "BatchVectors" : "Batch"; }
   DatasetSpec element_spec() const override {
     return BatchedSpec(input_->element_spec(), drop_remainder_ ? batch_size_ : -1);
   }
@@ -253,7 +269,7 @@ class BatchNode final : public Node<Batched<T>> {
 
  private:
   // Parallel stacking: the groups are cheap to form (moves), the copies into one buffer are not.
-  using Parallel = detail_parallel::ParallelMapStream<std::vector<T>, B, StackGroup<T>>;
+  using Parallel = detail_parallel::ParallelMapStream<std::vector<T>, B, StackGroup<T, kIntoVectors>>;
 
   std::unique_ptr<Parallel> MakeParallel(const IteratorContextPtr& context,
                                          std::unique_ptr<GroupStream<T>> groups) const {
@@ -263,8 +279,9 @@ class BatchNode final : public Node<Batched<T>> {
     int initial = tuned ? 1 : static_cast<int>(num_parallel_calls_);
     int max_parallelism = tuned ? limit : initial;
     if (tuned && !context->options.autotune) initial = max_parallelism = limit;
-    return std::make_unique<Parallel>(std::move(groups), StackGroup<T>{}, context->pool, initial,
-                                      max_parallelism, deterministic, tuned ? TunerFor(*context) : nullptr,
+    return std::make_unique<Parallel>(std::move(groups), StackGroup<T, kIntoVectors>{}, context->pool,
+                                      initial, max_parallelism, deterministic,
+                                      tuned ? TunerFor(*context) : nullptr,
                                       /*caller_runs=*/false, /*busy_tasks=*/nullptr,
                                       /*compact=*/context->options.compact_checkpoints && deterministic);
   }
@@ -309,7 +326,7 @@ class BatchNode final : public Node<Batched<T>> {
       PollState state = groups_->Poll(&group_);
       if (state != PollState::kReady) return state;
       if (group_.ok()) {
-        *out = StackGroup<T>{}(std::move(*group_), index_);
+        *out = StackGroup<T, kIntoVectors>{}(std::move(*group_), index_);
       } else {
         *out = std::move(group_).status();
       }
@@ -348,21 +365,24 @@ class BatchNode final : public Node<Batched<T>> {
   std::optional<bool> deterministic_;
 };
 
-// Dataset::Batch's node, or an error source for invalid arguments.
-template <class T>
-NodePtr<Batched<T>> MakeBatch(NodePtr<T> input, int64_t batch_size, bool drop_remainder,
-                              int64_t num_parallel_calls, std::optional<bool> deterministic = std::nullopt) {
+// Dataset::Batch's (or, kIntoVectors, BatchVectors') node, or an error source for invalid arguments.
+template <class T, bool kIntoVectors = false>
+NodePtr<BatchOf<T, kIntoVectors>> MakeBatch(NodePtr<T> input, int64_t batch_size, bool drop_remainder,
+                                            int64_t num_parallel_calls,
+                                            std::optional<bool> deterministic = std::nullopt) {
+  using B = BatchOf<T, kIntoVectors>;
+  const std::string op = kIntoVectors ? "BatchVectors" : "Batch";
   if (batch_size <= 0) {
-    return MakeErrorSource<Batched<T>>(
-        "Batch", absl::InvalidArgumentError(absl::StrCat("Batch: batch_size must be > 0, got ", batch_size)));
+    return MakeErrorSource<B>(
+        op, absl::InvalidArgumentError(absl::StrCat(op, ": batch_size must be > 0, got ", batch_size)));
   }
   if (num_parallel_calls < -1) {
-    return MakeErrorSource<Batched<T>>(
-        "Batch", absl::InvalidArgumentError(absl::StrCat(
-                     "Batch: num_parallel_calls must be >= 0 or kAutotune (-1), got ", num_parallel_calls)));
+    return MakeErrorSource<B>(
+        op, absl::InvalidArgumentError(absl::StrCat(
+                op, ": num_parallel_calls must be >= 0 or kAutotune (-1), got ", num_parallel_calls)));
   }
-  return std::make_shared<BatchNode<T>>(std::move(input), batch_size, drop_remainder, num_parallel_calls,
-                                        deterministic);
+  return std::make_shared<BatchNode<T, kIntoVectors>>(std::move(input), batch_size, drop_remainder,
+                                                      num_parallel_calls, deterministic);
 }
 
 }  // namespace sluice::ops

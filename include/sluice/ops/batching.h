@@ -2,17 +2,18 @@
 // and the distribution stage need to know about a batched value (BatchTraits<B>).
 //
 // Contract:
-// - Batched<T> (tf.data.Dataset.batch's structure rule):
+// - Batched<T> (tf.data.Dataset.batch's structure rule: every component stacked):
 //   * Tensor -> Tensor: the elements stacked along a new leading dimension into one contiguous, 64-byte
 //     aligned buffer ([n, *shape]). Every element must have the first one's dtype and shape.
-//   * std::tuple<C...> / std::pair<A, B> where at least one component is a Tensor and every component is
-//     a Tensor or an arithmetic scalar with a DType (bool, uint8_t, int32_t, int64_t, float, double, Half)
-//     -> the same tuple/pair with every component a stacked Tensor (scalars become a rank-1 Tensor of
-//     their dtype, as tf.data batches Python numbers).
+//   * a number with a DType (bool, uint8_t, int32_t, int64_t, float, double, Half, BFloat16) -> a rank-1
+//     Tensor of its dtype, as tf.data batches Python numbers: Range(10).Batch(4) gives int64[4] tensors.
+//   * std::tuple<C...> / std::pair<A, B> whose components are all Tensors or such numbers -> the same
+//     tuple/pair with every component a stacked Tensor.
 //   * ParsedExample -> ParsedExample: fixed features stacked ([n, *shape]); var-len values concatenated
 //     with one row length per element (tf.io.parse_example's layout, so a batch of parsed records equals
 //     the parse of the batch of records).
-//   * anything else -> std::vector<T>, the elements in order.
+//   * anything else (std::string records, vectors, user structs, tuples with such a component) ->
+//     std::vector<T>, the elements in order. Dataset::BatchVectors(n) batches any element this way.
 // - ops::StackBatch<T>(elements) builds one Batched<T> from n >= 1 elements (n == 0 is InvalidArgument for
 //   tensor rules, an empty vector for the vector rule). Errors, as tf.data words them: "Cannot batch tensors
 //   with different shapes in component 0. First element had shape [3] and element 2 had shape [4]."
@@ -100,8 +101,7 @@ template <class T>
 concept StackableComponent = std::same_as<T, Tensor> || DTypeScalar<T>;
 
 template <class... C>
-inline constexpr bool kIsTensorStructure =
-    sizeof...(C) > 0 && (StackableComponent<C> && ...) && (std::same_as<C, Tensor> || ...);
+inline constexpr bool kIsTensorStructure = sizeof...(C) > 0 && (StackableComponent<C> && ...);
 
 // The batched type of each component: always a Tensor.
 template <class C>
@@ -113,6 +113,10 @@ struct BatchRule {
 };
 template <>
 struct BatchRule<Tensor> {
+  using type = Tensor;
+};
+template <DTypeScalar T>
+struct BatchRule<T> {
   using type = Tensor;
 };
 template <class... C>
@@ -137,6 +141,16 @@ struct IsAllTensorTuple<std::tuple<C...>> : std::bool_constant<sizeof...(C) != 0
 template <>
 struct IsAllTensorTuple<std::pair<Tensor, Tensor>> : std::true_type {};
 
+// The number `get(e)` of every element as one rank-1 tensor of its dtype.
+template <class T, class Get>
+Tensor GatherScalars(const std::vector<T>& elements, Get get) {
+  using C = std::remove_cvref_t<decltype(get(elements[0]))>;
+  Tensor out = Tensor::Empty(DTypeOf<C>::value, Shape({static_cast<int64_t>(elements.size())}));
+  C* data = out.data<C>();
+  for (size_t i = 0; i < elements.size(); ++i) data[i] = get(elements[i]);
+  return out;
+}
+
 // Component I of every element as a Tensor (scalars gathered into one rank-1 tensor), stacked.
 template <size_t I, class T>
 absl::StatusOr<Tensor> StackComponent(const std::vector<T>& elements) {
@@ -147,10 +161,7 @@ absl::StatusOr<Tensor> StackComponent(const std::vector<T>& elements) {
     for (const T& e : elements) parts.push_back(std::get<I>(e));
     return StackTensors(parts, I);
   } else {
-    Tensor out = Tensor::Empty(DTypeOf<C>::value, Shape({static_cast<int64_t>(elements.size())}));
-    C* data = out.data<C>();
-    for (size_t i = 0; i < elements.size(); ++i) data[i] = std::get<I>(elements[i]);
-    return out;
+    return GatherScalars(elements, [](const T& e) -> const C& { return std::get<I>(e); });
   }
 }
 
@@ -328,6 +339,9 @@ absl::StatusOr<Batched<T>> StackBatch(std::vector<T>&& elements) {
     return std::move(elements);
   } else if constexpr (std::same_as<T, Tensor>) {
     return detail::StackTensors(elements, 0);
+  } else if constexpr (detail::DTypeScalar<T>) {
+    if (elements.empty()) return absl::InvalidArgumentError("StackBatch: cannot stack an empty batch");
+    return detail::GatherScalars(elements, [](const T& e) -> const T& { return e; });
   } else if constexpr (std::same_as<T, ParsedExample>) {
     return detail::StackParsedExamples(elements);
   } else {

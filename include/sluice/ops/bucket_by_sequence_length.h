@@ -274,12 +274,15 @@ class BucketBySequenceLengthNode final : public Node<Batched<T>> {
 
     // Shapes of -1 with each component's rank (the first element's), for pad_to_bucket_boundary.
     static void FirstDims(const T& element, std::vector<PaddedShape>* shapes) {
-      if constexpr (std::same_as<T, Tensor>) {
-        (*shapes)[0].assign(element.shape().rank(), kUnknownDim);
+      if constexpr (std::same_as<T, Tensor> || sluice::detail::DTypeScalar<T>) {
+        (*shapes)[0].assign(detail_padded::RankOf(element), kUnknownDim);
       } else if constexpr (IsPaddable<T>) {
         size_t c = 0;
-        std::apply([&](const auto&... parts) { ((*shapes)[c++].assign(parts.shape().rank(), kUnknownDim), ...); },
-                   element);
+        std::apply(
+            [&](const auto&... parts) {
+              ((*shapes)[c++].assign(detail_padded::RankOf(parts), kUnknownDim), ...);
+            },
+            element);
       }
     }
 

@@ -268,7 +268,8 @@ class Dataset {
   Dataset<T> Take(int64_t count) const { return Dataset<T>(std::make_shared<ops::TakeNode<T>>(node_, count)); }
   Dataset<T> Skip(int64_t count) const { return Dataset<T>(std::make_shared<ops::SkipNode<T>>(node_, count)); }
 
-  // Batched<T>: stacked Tensors, tuples of them, stacked ParsedExamples, else std::vector<T> (ops/batch.h).
+  // Batched<T> (sluice/ops/batching.h): Tensors and numbers stacked into Tensors, tuples/pairs of them
+  // per component, ParsedExamples stacked, anything else std::vector<T>.
   // num_parallel_calls >= 2 (or kAutotune) stacks several batches at once on the pool.
   Dataset<Batched<T>> Batch(int64_t batch_size, bool drop_remainder = false, int64_t num_parallel_calls = 0,
                             std::optional<bool> deterministic = std::nullopt) const {
@@ -279,6 +280,13 @@ class Dataset {
   // Batch(256, {.drop_remainder = true, .num_parallel_calls = kAutotune}): sluice/ops/op_options.h.
   Dataset<Batched<T>> Batch(int64_t batch_size, const BatchOptions& options) const {
     return Batch(batch_size, options.drop_remainder, options.num_parallel_calls, options.deterministic);
+  }
+
+  // The same groups as Batch, kept as std::vector<T> whatever T is: Range(10).BatchVectors(4) gives
+  // {0, 1, 2, 3}, ... as std::vector<int64_t>, where Batch gives int64[4] tensors.
+  Dataset<std::vector<T>> BatchVectors(int64_t batch_size, bool drop_remainder = false) const {
+    return Dataset<std::vector<T>>(ops::MakeBatch<T, /*kIntoVectors=*/true>(node_, batch_size, drop_remainder,
+                                                                            /*num_parallel_calls=*/0));
   }
 
   Dataset<T> Repeat(int64_t count = -1) const {
@@ -397,19 +405,19 @@ class Dataset {
     return Window(size, options.shift, options.stride, options.drop_remainder);
   }
 
-  // Tensor or tuple-of-Tensor elements padded per batch (ops/padded_batch.h); shapes/values: one per component.
-  Dataset<T> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
-                         std::vector<Tensor> padding_values = {}, bool drop_remainder = false) const
-    requires ops::IsPaddable<T>
-  {
-    return Dataset<T>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
-                                              std::move(padding_values), drop_remainder));
+  // Elements that Batch stacks (Tensors, numbers, tuples/pairs of them) padded per batch into
+  // Batched<T> (ops/padded_batch.h); shapes/values: one per component.
+  Dataset<Batched<T>> PaddedBatch(int64_t batch_size, std::vector<ops::PaddedShape> padded_shapes = {},
+                                  std::vector<Tensor> padding_values = {},
+                                  bool drop_remainder = false) const requires ops::IsPaddable<T> {
+    return Dataset<Batched<T>>(ops::MakePaddedBatch<T>(node_, batch_size, std::move(padded_shapes),
+                                                       std::move(padding_values), drop_remainder));
   }
 
   // PaddedBatch(4, PaddedBatchOptions{.drop_remainder = true}): the type is spelled (deduced), because a
   // braced list there also reads as padded shapes.
   template <std::same_as<PaddedBatchOptions> O>
-  Dataset<T> PaddedBatch(int64_t batch_size, O options) const requires ops::IsPaddable<T> {
+  Dataset<Batched<T>> PaddedBatch(int64_t batch_size, O options) const requires ops::IsPaddable<T> {
     return PaddedBatch(batch_size, std::move(options.padded_shapes), std::move(options.padding_values),
                        options.drop_remainder);
   }

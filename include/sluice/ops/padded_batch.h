@@ -1,8 +1,10 @@
 // PaddedBatch(batch_size, padded_shapes, padding_values, drop_remainder): tf.data.Dataset.padded_batch.
 //
 // Contract (tf.data's documentation):
-// - Input elements: Tensor, or std::tuple<Tensor...> / std::pair<Tensor, Tensor> (one padded shape and one
-//   padding value per component). Elements of a batch may differ in shape, but not in rank or dtype.
+// - Input elements: what Batch stacks component-wise (sluice/ops/batching.h): a Tensor, a number, or a
+//   std::tuple / std::pair of Tensors and numbers (one padded shape and one padding value per component; a
+//   number is a rank-0 tensor, so its padded shape is {}). Elements of a batch may differ in shape, but not
+//   in rank or dtype. The result is Batched<T>: a Tensor, or the tuple/pair with every component a Tensor.
 // - Elements: batch_size consecutive elements stacked into [n, *padded_shape] per component, each element
 //   written at the front of its slot and the rest filled with the padding value. For every dimension d of
 //   a component's padded shape: a constant >= 0 pads to exactly that size; -1 (kUnknownDim) pads to the
@@ -59,18 +61,40 @@ namespace sluice::ops {
 using PaddedShape = std::vector<int64_t>;
 inline constexpr int64_t kUnknownDim = -1;
 
-// Element types PaddedBatch accepts: a Tensor or a tuple/pair of Tensors.
+// Element types PaddedBatch accepts: those Batch stacks into a Tensor or a tuple/pair of Tensors.
 template <class T>
-concept IsPaddable = std::same_as<T, Tensor> || sluice::detail::IsAllTensorTuple<T>::value;
+concept IsPaddable = std::same_as<T, Tensor> || sluice::detail::DTypeScalar<T> ||
+                     sluice::detail::IsAllTensorTuple<Batched<T>>::value;
 
 template <class T>
 constexpr size_t NumComponents() {
-  if constexpr (std::same_as<T, Tensor>) {
+  if constexpr (std::same_as<T, Tensor> || sluice::detail::DTypeScalar<T>) {
     return 1;
   } else {
     return std::tuple_size_v<T>;
   }
 }
+
+namespace detail_padded {
+// A component of an element as a tensor: numbers become rank-0 tensors.
+template <class C>
+Tensor AsTensor(const C& component) {
+  if constexpr (std::same_as<C, Tensor>) {
+    return component;
+  } else {
+    return Tensor::Scalar<C>(component);
+  }
+}
+// A component's rank: a number's is 0.
+template <class C>
+int64_t RankOf(const C& component) {
+  if constexpr (std::same_as<C, Tensor>) {
+    return component.shape().rank();
+  } else {
+    return 0;
+  }
+}
+}  // namespace detail_padded
 
 namespace detail_padded {
 
@@ -122,15 +146,21 @@ namespace detail_padded {
 // component, as PaddedBatch takes them. Pure; safe to call from several threads.
 template <class T>
   requires IsPaddable<T>
-absl::StatusOr<T> PadBatch(std::vector<T>&& elements, const std::vector<PaddedShape>& padded_shapes,
-                           const std::vector<Tensor>& padding_values) {
+absl::StatusOr<Batched<T>> PadBatch(std::vector<T>&& elements,
+                                    const std::vector<PaddedShape>& padded_shapes,
+                                    const std::vector<Tensor>& padding_values) {
   if (elements.empty()) return absl::InvalidArgumentError("PaddedBatch: cannot pad an empty batch");
   auto shape_of = [&](size_t c) { return padded_shapes.empty() ? nullptr : &padded_shapes[c]; };
   auto value_of = [&](size_t c) { return padding_values.empty() ? nullptr : &padding_values[c]; };
   if constexpr (std::same_as<T, Tensor>) {
     return detail_padded::PadAndStack(elements, shape_of(0), value_of(0), 0);
+  } else if constexpr (sluice::detail::DTypeScalar<T>) {
+    std::vector<Tensor> parts;
+    parts.reserve(elements.size());
+    for (const T& e : elements) parts.push_back(Tensor::Scalar<T>(e));
+    return detail_padded::PadAndStack(parts, shape_of(0), value_of(0), 0);
   } else {
-    T out;
+    Batched<T> out;
     absl::Status status;
     auto pad_all = [&]<size_t... I>(std::index_sequence<I...>) {
       auto one = [&](auto index) {
@@ -138,7 +168,7 @@ absl::StatusOr<T> PadBatch(std::vector<T>&& elements, const std::vector<PaddedSh
         if (!status.ok()) return;
         std::vector<Tensor> parts;
         parts.reserve(elements.size());
-        for (const T& e : elements) parts.push_back(std::get<kI>(e));
+        for (const T& e : elements) parts.push_back(detail_padded::AsTensor(std::get<kI>(e)));
         absl::StatusOr<Tensor> padded = detail_padded::PadAndStack(parts, shape_of(kI), value_of(kI), kI);
         if (!padded.ok()) {
           status = padded.status();
@@ -156,8 +186,9 @@ absl::StatusOr<T> PadBatch(std::vector<T>&& elements, const std::vector<PaddedSh
 
 template <class T>
   requires IsPaddable<T>
-class PaddedBatchNode final : public Node<T> {
+class PaddedBatchNode final : public Node<Batched<T>> {
  public:
+  using B = Batched<T>;
   PaddedBatchNode(NodePtr<T> input, int64_t batch_size, std::vector<PaddedShape> padded_shapes,
                   std::vector<Tensor> padding_values, bool drop_remainder)
       : input_(std::move(input)),
@@ -179,11 +210,11 @@ class PaddedBatchNode final : public Node<T> {
   int64_t cardinality() const override {
     return BatchCardinality(input_->cardinality(), batch_size_, drop_remainder_);
   }
-  std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
+  std::unique_ptr<Stream<B>> MakeStream(IteratorContextPtr context) const override {
     return std::make_unique<PaddedBatchStream>(input_->MakeStream(std::move(context)), this);
   }
   // State: batch index, the partial batch, input ended; the input at /0 unless it ended (as Batch).
-  absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
+  absl::StatusOr<std::unique_ptr<Stream<B>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     if constexpr (!HasElementCodec<T>) {
@@ -212,7 +243,7 @@ class PaddedBatchNode final : public Node<T> {
   }
 
  private:
-  class PaddedBatchStream final : public Stream<T> {
+  class PaddedBatchStream final : public Stream<B> {
    public:
     // The node outlives its streams only through the dataset, so the stream keeps the shared settings.
     PaddedBatchStream(std::unique_ptr<Stream<T>> input, const PaddedBatchNode* node)
@@ -221,7 +252,7 @@ class PaddedBatchNode final : public Node<T> {
           drop_remainder_(node->drop_remainder_),
           padded_shapes_(node->padded_shapes_),
           padding_values_(node->padding_values_) {}
-    PollState Poll(absl::StatusOr<T>* out) override {
+    PollState Poll(absl::StatusOr<B>* out) override {
       if (ended_) return PollState::kEnd;
       while (static_cast<int64_t>(elements_.size()) < batch_size_) {
         PollState state = input_->Poll(&in_);
@@ -239,7 +270,7 @@ class PaddedBatchNode final : public Node<T> {
         }
         elements_.push_back(std::move(*in_));
       }
-      absl::StatusOr<T> batch = PadBatch<T>(std::move(elements_), *padded_shapes_, *padding_values_);
+      absl::StatusOr<B> batch = PadBatch<T>(std::move(elements_), *padded_shapes_, *padding_values_);
       elements_ = std::vector<T>();
       if (batch.ok()) {
         *out = std::move(batch);
@@ -249,13 +280,13 @@ class PaddedBatchNode final : public Node<T> {
       ++index_;
       return PollState::kReady;
     }
-    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
+    Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<B>::WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
       if constexpr (!HasElementCodec<T>) {
-        return Stream<T>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
+        return Stream<B>::SaveResult(writer->Unsupported(path, "its elements have no ElementCodec"));
       } else {
         writer->WriteState(path, index_, elements_, ended_);
-        if (ended_) return Stream<T>::SaveResult(absl::OkStatus());
+        if (ended_) return Stream<B>::SaveResult(absl::OkStatus());
         return input_->Save(std::move(writer), ChildNodePath(path, 0));
       }
     }
@@ -286,15 +317,17 @@ class PaddedBatchNode final : public Node<T> {
 // Dataset::PaddedBatch's node, or an error source for invalid arguments.
 template <class T>
   requires IsPaddable<T>
-NodePtr<T> MakePaddedBatch(NodePtr<T> input, int64_t batch_size, std::vector<PaddedShape> padded_shapes,
-                           std::vector<Tensor> padding_values, bool drop_remainder) {
+NodePtr<Batched<T>> MakePaddedBatch(NodePtr<T> input, int64_t batch_size,
+                                    std::vector<PaddedShape> padded_shapes, std::vector<Tensor> padding_values,
+                                    bool drop_remainder) {
   if (batch_size <= 0) {
-    return MakeErrorSource<T>("PaddedBatch", absl::InvalidArgumentError(absl::StrCat(
-                                                 "PaddedBatch: batch_size must be > 0, got ", batch_size)));
+    return MakeErrorSource<Batched<T>>(
+        "PaddedBatch",
+        absl::InvalidArgumentError(absl::StrCat("PaddedBatch: batch_size must be > 0, got ", batch_size)));
   }
   absl::Status valid =
       detail_padded::CheckPaddingArguments("PaddedBatch", NumComponents<T>(), padded_shapes, padding_values);
-  if (!valid.ok()) return MakeErrorSource<T>("PaddedBatch", valid);
+  if (!valid.ok()) return MakeErrorSource<Batched<T>>("PaddedBatch", valid);
   return std::make_shared<PaddedBatchNode<T>>(std::move(input), batch_size, std::move(padded_shapes),
                                               std::move(padding_values), drop_remainder);
 }

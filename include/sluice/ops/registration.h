@@ -10,10 +10,10 @@
 //
 // - SLUICE_REGISTER_ELEMENT_TYPE(T): the type record (sluice/ops/element_type_registry.h) and op builders
 //   for the ops generic in T: Take, Skip, Repeat, Shuffle, Prefetch, Shard, AutoShard, Cache (files only with
-//   a codec), Concatenate, IgnoreErrors, Enumerate, Batch, Unbatch, PaddedBatch, Rebatch, SampleFromDatasets,
-//   ChooseFromDatasets, FromVector (with a codec), Error, and Zip when T is a pair or tuple. Ops whose
-//   result type (Batched<T>, pair<int64,T>) has no name are skipped. Later ops over a result type need that
-//   type registered too (compositions are registered one by one).
+//   a codec), Concatenate, IgnoreErrors, Enumerate, Batch, BatchVectors, Unbatch, PaddedBatch, Rebatch,
+//   SampleFromDatasets, ChooseFromDatasets, FromVector (with a codec), Error, and Zip when T is a pair or
+//   tuple. Ops whose result type (Batched<T>, pair<int64,T>) has no name are skipped. Later ops over a result
+//   type need that type registered too (compositions are registered one by one).
 // - SLUICE_REGISTER_FUNCTION(handle, factory): handle is a sluice::Function<Sig>;
 //   factory(const FunctionArgs&) returns a callable convertible to std::function<Sig> (or absl::StatusOr of
 //   one). Registers builders for
@@ -210,16 +210,30 @@ void RegisterGenericOps() {
         return Erase(d.Rebatch(batch_sizes, drop_remainder));
       });
     }
-    if constexpr (ops::IsPaddable<T>) {
-      unary("PaddedBatch", [](Dataset<T> d, const OpBuildInput& in) -> Built {
+    if (const std::string vectors = ElementTypeName<std::vector<T>>(); !vectors.empty()) {
+      AddBuilder<T>("BatchVectors", vectors, [](const OpBuildInput& in) -> Built {
+        SLUICE_REGISTRATION_ASSIGN_(input, in.Input<T>(0));
         SLUICE_REGISTRATION_ASSIGN_(batch_size, in.Get<int64_t>("batch_size"));
         SLUICE_REGISTRATION_ASSIGN_(drop_remainder, in.Get<bool>("drop_remainder"));
-        SLUICE_REGISTRATION_ASSIGN_(shapes, in.Get<EncodedParam>("padded_shapes"));
-        SLUICE_REGISTRATION_ASSIGN_(values, in.Get<EncodedParam>("padding_values"));
-        SLUICE_REGISTRATION_ASSIGN_(padded_shapes, ops::DecodePaddedShapes(shapes.bytes));
-        SLUICE_REGISTRATION_ASSIGN_(padding_values, ops::DecodePaddingValues(values.bytes));
-        return Erase(d.PaddedBatch(batch_size, std::move(padded_shapes), std::move(padding_values), drop_remainder));
+        return Erase(Dataset<T>(input).BatchVectors(batch_size, drop_remainder));
       });
+    }
+    if constexpr (ops::IsPaddable<T>) {
+      const std::string padded = ElementTypeName<Batched<T>>();
+      if (!padded.empty()) {
+        AddBuilder<T>("PaddedBatch", padded, [](const OpBuildInput& in) -> Built {
+          SLUICE_REGISTRATION_ASSIGN_(input, in.Input<T>(0));
+          Dataset<T> d(input);
+          SLUICE_REGISTRATION_ASSIGN_(batch_size, in.Get<int64_t>("batch_size"));
+          SLUICE_REGISTRATION_ASSIGN_(drop_remainder, in.Get<bool>("drop_remainder"));
+          SLUICE_REGISTRATION_ASSIGN_(shapes, in.Get<EncodedParam>("padded_shapes"));
+          SLUICE_REGISTRATION_ASSIGN_(values, in.Get<EncodedParam>("padding_values"));
+          SLUICE_REGISTRATION_ASSIGN_(padded_shapes, ops::DecodePaddedShapes(shapes.bytes));
+          SLUICE_REGISTRATION_ASSIGN_(padding_values, ops::DecodePaddingValues(values.bytes));
+          return Erase(
+              d.PaddedBatch(batch_size, std::move(padded_shapes), std::move(padding_values), drop_remainder));
+        });
+      }
     }
     AddBuilder<T>("SampleFromDatasets", name, [](const OpBuildInput& in) -> Built {
       std::vector<Dataset<T>> datasets;

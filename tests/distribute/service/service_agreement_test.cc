@@ -70,7 +70,7 @@ std::vector<TrainerRun> RunTrainers(const std::string& dispatcher, int workers, 
 TEST(ServiceAgreementTest, TrainersInSeparateConnectionsEndTogether) {
   Cluster cluster = Cluster::Start(0);
   std::vector<TrainerRun> runs = RunTrainers(cluster.dispatcher->address(), 2, AutoShardPolicy::kOff,
-                                             [](int w) { return Range(w == 0 ? 12 : 28).Batch(4); });
+                                             [](int w) { return Range(w == 0 ? 12 : 28).BatchVectors(4); });
   ASSERT_TRUE(runs[0].error.ok()) << runs[0].error;
   ASSERT_TRUE(runs[1].error.ok()) << runs[1].error;
   EXPECT_EQ(runs[0].steps.size(), runs[1].steps.size());
@@ -85,7 +85,7 @@ TEST(ServiceAgreementTest, TrainersInSeparateConnectionsEndTogether) {
 TEST(ServiceAgreementTest, DataPolicyDeliversEveryElementOnce) {
   Cluster cluster = Cluster::Start(0);
   std::vector<TrainerRun> runs = RunTrainers(cluster.dispatcher->address(), 2, AutoShardPolicy::kData,
-                                             [](int) { return Range(37).Batch(8); });
+                                             [](int) { return Range(37).BatchVectors(8); });
   std::vector<int64_t> seen;
   for (const TrainerRun& run : runs) {
     ASSERT_TRUE(run.error.ok()) << run.error;

@@ -39,12 +39,16 @@ TEST(ServiceDistributedEpochTest, RangeOverThreeWorkersYieldsEachElementExactlyO
 TEST(ServiceDistributedEpochTest, OpsAfterTheSourceRunOnceOverAllSplitsOfATask) {
   Cluster cluster = Cluster::Start(2);
   // Batch after the split source: a worker's batches span its splits (one pipeline per task).
-  testing::Drained<std::vector<int64_t>> got =
+  // The batches are int64[<=10] tensors, sent as tensors.
+  testing::Drained<Tensor> got =
       Drain(Range(1000).Batch(10).Distribute(cluster.Options(ProcessingMode::kDistributedEpoch)));
   EXPECT_TRUE(got.ended);
   EXPECT_TRUE(got.errors.empty()) << got.errors.front();
   std::vector<int64_t> flat;
-  for (const std::vector<int64_t>& batch : got.values) flat.insert(flat.end(), batch.begin(), batch.end());
+  for (const Tensor& batch : got.values) {
+    EXPECT_EQ(batch.dtype(), DType::kInt64);
+    flat.insert(flat.end(), batch.span<int64_t>().begin(), batch.span<int64_t>().end());
+  }
   std::sort(flat.begin(), flat.end());
   EXPECT_EQ(flat, Iota(1000));
 }

@@ -36,7 +36,7 @@ TEST(ServiceMirroredTest, TwoTrainersOnASharedJobSeeEachElementOnceInAll) {
       trainers.emplace_back([&, w] {
         MirroredStrategy strategy(/*replicas_per_worker=*/2, kTrainers, w, agreement);
         DistributedDataset<std::vector<int64_t>> dataset =
-            strategy.DistributeDataset(Range(kElements).Distribute(options).Batch(10));
+            strategy.DistributeDataset(Range(kElements).Distribute(options).BatchVectors(10));
         stats[w] = dataset.stats();
         DistributedIterator<std::vector<int64_t>> it = dataset.MakeIterator();
         for (int guard = 0; guard < 10000; ++guard) {

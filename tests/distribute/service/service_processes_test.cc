@@ -98,8 +98,8 @@ struct Processes {
 TEST(ServiceProcessesTest, DistributedEpochAcrossProcessesYieldsEachElementOnce) {
   Processes processes;
   ASSERT_TRUE(processes.Start(2));
-  testing::Drained<int64_t> got = Drain(
-      Range(10000).Batch(100).Unbatch().Distribute(processes.Options(ProcessingMode::kDistributedEpoch)));
+  testing::Drained<int64_t> got = Drain(Range(10000).BatchVectors(100).Unbatch().Distribute(
+      processes.Options(ProcessingMode::kDistributedEpoch)));
   EXPECT_TRUE(got.ended);
   EXPECT_TRUE(got.errors.empty()) << got.errors.front();
   std::sort(got.values.begin(), got.values.end());
