@@ -82,6 +82,9 @@ class RecordFileStream final : public Stream<std::string> {
     ReadOptions io;
     io.mode = read_mode_;
     if (buffer_size_ > 0) io.block_size = static_cast<size_t>(buffer_size_);
+    // Every record a view into its block: Pull copies it into the element's std::string and drops the
+    // view at once, so a block is pinned for one record at most and the reader's own copy is saved.
+    io.min_zero_copy_bytes = 0;
     io.position = reader_position_;
     if (format_ == RecordFormat::kTFRecord) {
       TFRecordReaderOptions options;
