@@ -34,8 +34,8 @@
 //   and wakes every replica blocked in Next, which then sees the end; copies of its ReplicaIterators stay
 //   safe to call (they see the end).
 //
-//   DistributedIterator<std::vector<int64_t>> it = dist.MakeIterator();
-//   while (std::optional<PerReplica<std::vector<int64_t>>> step = it.GetNextAsOptional()) {
+//   DistributedIterator<Tensor> it = dist.MakeIterator();   // e.g. Range(8).Batch(4): int64 batches
+//   while (std::optional<PerReplica<Tensor>> step = it.GetNextAsOptional()) {
 //     for (const auto& piece : step->LocalResults()) { ... }
 //   }
 //   // or, one thread per replica: ReplicaIterator<Batch> mine = it.Replica(i);

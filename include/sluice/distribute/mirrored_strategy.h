@@ -33,7 +33,7 @@
 //   MirroredStrategy strategy(/*num_replicas=*/2);
 //   auto dist = strategy.DistributeDataset(Range(8).Batch(4));   // G = 4, dynamic: [0,1] [2,3], ...
 //   auto it = dist.MakeIterator();
-//   for (absl::StatusOr<PerReplica<std::vector<int64_t>>> step : it) { ... step->LocalResults() ... }
+//   for (absl::StatusOr<PerReplica<Tensor>> step : it) { ... step->LocalResults() ... }  // int64[2] each
 #ifndef SLUICE_DISTRIBUTE_MIRRORED_STRATEGY_H_
 #define SLUICE_DISTRIBUTE_MIRRORED_STRATEGY_H_
 
