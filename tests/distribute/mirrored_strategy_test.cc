@@ -5,7 +5,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <span>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -22,6 +21,7 @@
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
 #include "sluice/io/tensor.h"
+#include "tests/ops/test_helpers.h"
 #include "sluice/ops/dataset.h"
 
 namespace sluice {
@@ -57,14 +57,8 @@ std::vector<std::vector<B>> AllSteps(const DistributedDataset<B>& dist) {
 Steps IntSteps(const DistributedDataset<Tensor>& dist) {
   Steps steps;
   for (const std::vector<Tensor>& step : AllSteps(dist)) {
-    std::vector<Batch> pieces;
-    for (const Tensor& piece : step) {
-      EXPECT_EQ(piece.dtype(), DType::kInt64);
-      EXPECT_EQ(piece.shape().rank(), 1);
-      std::span<const int64_t> values = piece.span<int64_t>();
-      pieces.emplace_back(values.begin(), values.end());
-    }
-    steps.push_back(std::move(pieces));
+    for (const Tensor& piece : step) EXPECT_EQ(piece.shape().rank(), 1);
+    steps.push_back(test_ops::IntBatches(step));
   }
   return steps;
 }

@@ -221,7 +221,7 @@ TEST(CheckpointHooksTest, FromGeneratorCallableWithHooksResumesAtEveryCut) {
   ExpectEveryCutResumes(ds.Map([](int64_t x) { return x + 1; }).Prefetch(4));
   ExpectEveryCutResumes(ds.Repeat(2).BatchVectors(4).Unbatch());
   ExpectEveryCutResumes(
-      ds.Repeat(2).Batch(4).Unbatch().Map([](const Tensor& x) { return x.data<int64_t>()[0]; }));
+      ds.Repeat(2).Batch(4).Unbatch().Map(checkpoint_testing::IntOf));
 }
 
 AsyncGenerator<int64_t> CubesFrom(int64_t from, int64_t end) {
