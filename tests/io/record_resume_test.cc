@@ -19,6 +19,7 @@
 #include "sluice/engine/thread_pool.h"
 #include "sluice/io/sequential_reader.h"
 #include "sluice/io/tfrecord.h"
+#include "tests/sanitized_build.h"
 #include "tests/test_util.h"
 
 namespace sluice {
@@ -133,6 +134,9 @@ class ResumeTest : public BackendModeTest {
       EXPECT_EQ(end, std::filesystem::file_size(f.path) - f.footer);
     }
     for (size_t i = 0; i < full.size(); ++i) {
+      // Sanitizer builds restart at the first and last 16 records and every 8th between them: every start
+      // reads the rest of the file, and the plain build checks them all.
+      if (testing_util::kSanitizedBuild && i >= 16 && i + 16 < full.size() && i % 8 != 0) continue;
       for (bool small : {false, true}) {
         const std::vector<Item> rest = Read(f, full[i].offset, small);
         ASSERT_EQ(rest.size(), full.size() - i) << "start " << full[i].offset << " small " << small;

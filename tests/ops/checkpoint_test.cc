@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 #include "tests/ops/checkpoint_helpers.h"
+#include "tests/sanitized_build.h"
 #include "tests/test_util.h"
 
 namespace sluice {
@@ -492,7 +493,7 @@ int CheckRandomPipelines(uint32_t seed, int first, int count) {
 }
 
 TEST(CheckpointTest, RandomPipelinesRestoreExactly) {
-  const int pipelines = EnvInt("SLUICE_CHECKPOINT_PIPELINES", 200);
+  const int pipelines = EnvInt("SLUICE_CHECKPOINT_PIPELINES", 200 / testing_util::kSanitizerSlowdown);
   const int first = std::clamp(EnvInt("SLUICE_CHECKPOINT_FIRST", 0), 0, pipelines);
   const int cut_mid = CheckRandomPipelines(static_cast<uint32_t>(EnvInt("SLUICE_CHECKPOINT_SEED", 20261204)),
                                            first, pipelines - first);

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 #include "tests/ops/checkpoint_helpers.h"
+#include "tests/sanitized_build.h"
 #include "tests/test_util.h"
 
 namespace sluice::compact_checkpoint_test {
@@ -422,7 +423,7 @@ size_t InterleaveRoom(const OpNode& node) {
 
 // The property test of compact mode: random pipelines cut at random points restore exactly, and their
 // states hold no elements (a few dozen bytes per op whatever the buffers hold). SLUICE_CHECKPOINT_PIPELINES
-// and SLUICE_CHECKPOINT_SEED make a longer run.
+// and SLUICE_CHECKPOINT_SEED make a longer run; sanitizer builds run a quarter of the pipelines.
 TEST(CompactCheckpointTest, RandomCompactPipelinesRestoreExactly) {
   const char* count_env = std::getenv("SLUICE_CHECKPOINT_PIPELINES");
   const char* seed_env = std::getenv("SLUICE_CHECKPOINT_SEED");
