@@ -39,6 +39,21 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
       ram_total += s.parallelism * s.unit_bytes;
     }
   }
+  if (cpu_total > config_.cpu_budget) {
+    // The budget shrank (a shared pool's share): lower the most parallel CPU tunable by one. No
+    // cooldown: nothing rises while the sum is at the budget, and when the share grows back the op
+    // should climb again at once.
+    size_t largest = samples.size();
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      if (!s.uses_cpu || s.parallelism <= 1) continue;
+      if (largest == samples.size() || s.parallelism > samples[largest].parallelism) largest = i;
+    }
+    if (largest != samples.size()) {
+      changes.push_back(Change{largest, samples[largest].parallelism - 1});
+      return changes;
+    }
+  }
   const bool ram_limited = config_.ram_budget_bytes > 0;
   if (ram_limited && ram_total > config_.ram_budget_bytes) {
     // Elements grew past the budget: shrink the buffer holding the most bytes by one element.
@@ -144,6 +159,10 @@ void Tuner::StepLocked(int64_t elapsed_ns) {
                                           std::clamp(fraction, 0.0, 1.0), e.tunable->uses_cpu(),
                                           e.tunable->unit_bytes()});
   }
+  if (config_.cpu_share) {
+    const int share = std::max(1, config_.cpu_share->load(std::memory_order_relaxed));
+    climber_.set_cpu_budget(std::min(config_.climber.cpu_budget, share));
+  }
   for (const HillClimber::Change& change : climber_.Step(samples)) {
     entries_[change.index].tunable->SetParallelism(change.parallelism);
   }
@@ -170,6 +189,7 @@ Tuner* TunerFor(const IteratorContext& context) {
     Tuner::Config config;
     config.climber.cpu_budget = CpuBudget(context);
     config.climber.ram_budget_bytes = RamBudget(context);
+    config.cpu_share = context.cpu_share;
     slot.tuner = std::make_shared<Tuner>(config);
   }
   return slot.tuner.get();

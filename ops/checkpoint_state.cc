@@ -23,8 +23,8 @@ constexpr std::string_view kMagic = "SLCK";
 constexpr size_t kHeaderBytes = 4 + 1 + 8;  // magic, version (one varint byte while < 128), checksum
 
 // Fields of the body and of a node (docs/checkpoint.md).
-enum BodyField : uint32_t { kRootType = 1, kFingerprint = 2, kNode = 3 };
-enum NodeField : uint32_t {
+enum CheckpointBodyField : uint32_t { kRootType = 1, kFingerprint = 2, kNode = 3 };
+enum CheckpointNodeField : uint32_t {
   kPath = 1,
   kOp = 2,
   kDisplay = 3,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "distribute/service/address.h"
 #include "distribute/service/client.h"
+#include "distribute/service/cpu_shares.h"
 #include "distribute/service/messages.h"
 #include "distribute/service/server.h"
 #include "distribute/service/split_source.h"
@@ -40,6 +41,8 @@ struct WorkerTask {
   int64_t bytes = 0;
   bool ended = false;   // the pipeline ended, or could not be built (failed)
   absl::Status failed;  // the task cannot run at all
+  // Its part of the worker's pool while its pipeline runs (also while it waits for room in `buffer`).
+  std::optional<CpuShares::Share> cpu_share;
   std::jthread producer;
 };
 
@@ -148,6 +151,7 @@ struct Worker::Impl {
 
   const WorkerConfig config;
   std::unique_ptr<ThreadPool> pool;
+  CpuShares cpu_shares{config.threads};
   std::unique_ptr<Server> server;
   std::unique_ptr<Client> dispatcher;
   std::string address;
@@ -259,8 +263,11 @@ void Worker::Impl::StartTask(TaskDef def) {
     if (tasks.contains(id) || finished.contains(id)) return;
     tasks[id] = task;
   }
+  task->cpu_share.emplace(cpu_shares.Join());
   LogLine(absl::StrCat("task ", id, " (job ", task->def.job_id, " iteration ", task->def.iteration, ", ",
-                       ProcessingModeName(task->def.mode), ") started"));
+                       ProcessingModeName(task->def.mode), ") started, ",
+                       task->cpu_share->value()->load(std::memory_order_relaxed), " of ",
+                       cpu_shares.threads(), " threads"));
   // A raw pointer: whoever drops the last reference destroys the jthread, which
   // joins the producer first (a reference held by the producer could make it
   // join itself).
@@ -292,6 +299,11 @@ absl::StatusOr<Dataset<std::string>> Worker::Impl::BuildPipeline(const TaskDef& 
 }
 
 void Worker::Impl::Produce(std::stop_token stop, WorkerTask* task) {
+  // The share goes back to the other tasks when the pipeline ends (however it ends), after the iterator.
+  struct ShareRelease {
+    WorkerTask* task;
+    ~ShareRelease() { task->cpu_share.reset(); }
+  } release{task};
   const std::string feed_id = absl::StrCat("worker ", address, " task ", task->def.task_id);
   absl::StatusOr<Dataset<std::string>> dataset = BuildPipeline(task->def, feed_id);
   if (!dataset.ok()) {
@@ -303,6 +315,7 @@ void Worker::Impl::Produce(std::stop_token stop, WorkerTask* task) {
   }
   auto context = std::make_shared<IteratorContext>();
   context->pool = pool.get();
+  context->cpu_share = task->cpu_share->value();
   // Iteration k is the pipeline's pass k, so ops that reshuffle each iteration
   // differ between them.
   context->state = std::make_shared<IteratorState>(task->def.iteration);
@@ -324,8 +337,15 @@ void Worker::Impl::Produce(std::stop_token stop, WorkerTask* task) {
     } else {
       task->buffer.emplace_back(std::move(next).status());
     }
-    task->space.wait(lock, stop,
-                     [&] { return task->buffer.size() < max_elements && task->bytes < max_bytes; });
+    const auto has_room = [&] { return task->buffer.size() < max_elements && task->bytes < max_bytes; };
+    if (has_room()) continue;
+    // Waiting for the consumer (perhaps gone for good): the other tasks may use this one's threads.
+    lock.unlock();
+    task->cpu_share->SetIdle(true);
+    lock.lock();
+    task->space.wait(lock, stop, has_room);
+    lock.unlock();
+    task->cpu_share->SetIdle(false);
   }
 }
 

@@ -154,6 +154,26 @@ TEST(HillClimberTest, StopsWhereGainsVanish) {
   EXPECT_EQ(parallelism, 2);
 }
 
+TEST(HillClimberTest, AShrunkCpuBudgetLowersTheMostParallelOpOneUnitAPeriod) {
+  HillClimber climber(Budget(8));
+  int a = 3;
+  int b = 2;
+  climber.set_cpu_budget(3);  // a shared pool's share fell from 8 to 3: 5 units are 2 too many
+  for (int period = 0; period < 2; ++period) {
+    std::vector<Change> changes = climber.Step({{a, 4, 0.5}, {b, 4, 0.5}, {4, 8, 0.9, false, 100}});
+    ASSERT_EQ(changes.size(), 1u) << period;
+    EXPECT_NE(changes[0].index, 2u) << "a buffer costs no CPU";
+    EXPECT_EQ(changes[0].parallelism, (changes[0].index == 0 ? a : b) - 1);
+    (changes[0].index == 0 ? a : b) = changes[0].parallelism;
+  }
+  EXPECT_EQ(a + b, 3);
+  EXPECT_EQ(std::max(a, b), 2);
+  // Within the budget again: no CPU op rises (the sum is at the budget), the buffer may.
+  for (const Change& c : climber.Step({{a, 4, 0.5}, {b, 4, 0.5}, {4, 8, 0.9, false, 100}})) {
+    EXPECT_EQ(c.index, 2u);
+  }
+}
+
 class FakeTunable : public Tunable {
  public:
   int parallelism() const override { return parallelism_; }
@@ -187,6 +207,36 @@ TEST(TunerTest, DrivesRegisteredTunablesFromTheirWaitCounters) {
   tuner.StepForTest(period);
   EXPECT_EQ(a.parallelism(), 2);
   EXPECT_EQ(b.parallelism(), 2);  // no longer driven
+  tuner.Unregister(&a);
+}
+
+TEST(TunerTest, FollowsTheIteratorsShareOfASharedPool) {
+  auto share = std::make_shared<std::atomic<int>>(4);
+  Tuner::Config config;
+  config.climber.cpu_budget = 4;
+  config.cpu_share = share;
+  config.period = std::chrono::hours(1);  // steps are manual
+  Tuner tuner(config);
+  FakeTunable a;
+  tuner.Register(&a);
+  const int64_t period = 1000000;
+  for (int step = 0; step < 8; ++step) {
+    a.AddConsumerWait(period / (2 * a.parallelism()));  // each raise halves the wait: it pays
+    tuner.StepForTest(period);
+  }
+  EXPECT_EQ(a.parallelism(), 4);
+  share->store(2);  // another task joined the worker
+  for (int step = 0; step < 4; ++step) {
+    a.AddConsumerWait(period / 2);
+    tuner.StepForTest(period);
+  }
+  EXPECT_EQ(a.parallelism(), 2);
+  share->store(8);  // more than the budget: the budget still holds
+  for (int step = 0; step < 20; ++step) {
+    a.AddConsumerWait(period / (2 * a.parallelism()));
+    tuner.StepForTest(period);
+  }
+  EXPECT_EQ(a.parallelism(), 4);
   tuner.Unregister(&a);
 }
 

@@ -107,7 +107,7 @@ struct WorkerConfig {
   // Where the worker listens, and the host it gives the dispatcher for clients to reach it at.
   std::string host = "127.0.0.1";
   uint16_t port = 0;
-  int threads = 2;                                 // the worker's pool, shared by all its tasks
+  int threads = 2;  // the worker's pool, divided among its running tasks' autotuners (docs/service.md)
   int64_t max_buffered_elements = 1024;            // per task
   int64_t max_buffered_bytes = int64_t{64} << 20;  // per task (one element may exceed it)
   int64_t heartbeat_interval_ms = 100;

@@ -15,7 +15,10 @@
 //   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
 //   within the RAM budget (Options::ram_budget_bytes, else half the machine's memory); when growing
 //   elements push that sum over the budget, the largest RAM tunable is lowered by one unit per period.
-//   Parallel ops' own buffers (2 elements per unit of parallelism) are not counted.
+//   Parallel ops' own buffers (2 elements per unit of parallelism) are not counted. An iterator with a
+//   share of a pool (IteratorContext::cpu_share) keeps its CPU tunables within min(budget, share), read
+//   every period: when the share shrinks below their sum, the most parallel one is lowered by one unit
+//   per period.
 // - Options::autotune = false: kAutotune becomes a fixed default (the CPU budget) and no tuner runs.
 // - Threading: Tuner is thread-safe; tunables' SetParallelism must be thread-safe. The tuner thread stops
 //   and joins in the destructor (the IteratorContext owns the tuner, so it dies after every stream).
@@ -90,6 +93,9 @@ class SLUICE_EXPORT HillClimber {
 
   explicit HillClimber(Config config) : config_(config) {}
 
+  // A new CPU budget for the next Steps (a shared pool's share changed).
+  void set_cpu_budget(int budget) { config_.cpu_budget = budget; }
+
   // Samples of the same tunables, in the same order, every period (a new set of tunables resets the
   // state). Returns the changes to apply now (at most one raise, or one undo).
   std::vector<Change> Step(const std::vector<Sample>& samples);
@@ -112,6 +118,8 @@ class SLUICE_EXPORT Tuner {
   struct Config {
     HillClimber::Config climber;
     std::chrono::milliseconds period{10};
+    // IteratorContext::cpu_share: when set, each period's CPU budget is min(climber.cpu_budget, share).
+    std::shared_ptr<const std::atomic<int>> cpu_share;
   };
   explicit Tuner(Config config);
   Tuner(const Tuner&) = delete;

@@ -114,6 +114,10 @@ struct IteratorContext {
   // Tasks of this iterator now inside user code or an input's Poll (sluice/ops/user_function_stop.h):
   // what Iterator::Close(timeout) reports when the teardown does not finish.
   std::shared_ptr<std::atomic<int64_t>> busy_tasks = std::make_shared<std::atomic<int64_t>>(0);
+  // This iterator's share of a pool that other iterators use too, changed by its owner while the
+  // iterator runs (a data-service worker divides its threads among its tasks): the tuner keeps the sum
+  // of its ops' parallelism within it as well as within the CPU budget. Null: no share.
+  std::shared_ptr<const std::atomic<int>> cpu_share;
 
   // A copy for the streams below one op that changes what they are told (AutoShard's file shard or shard
   // hint); everything else stays shared with this iterator.
