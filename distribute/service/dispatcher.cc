@@ -1,5 +1,6 @@
 #include "distribute/service/dispatcher.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,8 +17,11 @@ absl::StatusOr<std::string> Encoded(absl::StatusOr<M> message, std::string (*enc
 
 }  // namespace
 
-Dispatcher::Dispatcher(int64_t worker_timeout_ms, Log log, Now now)
-    : worker_timeout_(worker_timeout_ms), log_(std::move(log)), now_(std::move(now)) {}
+Dispatcher::Dispatcher(int64_t worker_timeout_ms, Log log, Now now, int64_t client_timeout_ms)
+    : worker_timeout_(worker_timeout_ms),
+      client_timeout_(client_timeout_ms),
+      log_(std::move(log)),
+      now_(std::move(now)) {}
 
 void Dispatcher::LogLine(const std::string& line) const {
   if (log_) log_(line);
@@ -39,7 +43,8 @@ absl::StatusOr<GetOrCreateJobResponse> Dispatcher::GetOrCreateJob(const GetOrCre
   if (absl::Status s = CheckClientGraph(*graph); !s.ok()) return s;
   const uint64_t fingerprint = Fingerprint(*graph);
   std::lock_guard<std::mutex> lock(mu_);
-  ExpireWorkersLocked(now_());
+  const Clock::time_point now = now_();
+  ExpireLocked(now);
   Job* job = nullptr;
   if (!request.job_name.empty()) {
     auto named = jobs_by_name_.find(request.job_name);
@@ -103,6 +108,8 @@ absl::StatusOr<GetOrCreateJobResponse> Dispatcher::GetOrCreateJob(const GetOrCre
   GetOrCreateJobResponse response;
   response.job_id = job->id;
   response.job_client_id = next_id_++;
+  Iteration& iteration = job->iterations[request.iteration];
+  if (!iteration.finished) iteration.clients[response.job_client_id] = now;
   return response;
 }
 
@@ -141,6 +148,48 @@ void Dispatcher::DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, c
   workers_.erase(worker);
 }
 
+void Dispatcher::CancelIterationLocked(Job& job, uint64_t iteration, const std::string& why) {
+  auto it = job.iterations.find(iteration);
+  if (it == job.iterations.end()) return;
+  int cancelled = 0;
+  for (uint64_t id : it->second.tasks) {
+    const TaskRecord& task = tasks_.at(id);
+    if (!task.done) {
+      auto w = workers_.find(task.worker_id);
+      if (w != workers_.end()) {
+        // A task never delivered is simply not sent; a running one is stopped by its worker.
+        auto undelivered = std::find(w->second.undelivered.begin(), w->second.undelivered.end(), id);
+        if (undelivered != w->second.undelivered.end()) {
+          w->second.undelivered.erase(undelivered);
+        } else {
+          w->second.cancelled.push_back(id);
+        }
+      }
+      ++cancelled;
+    }
+    tasks_.erase(id);
+  }
+  job.iterations.erase(it);
+  LogLine(absl::StrCat(JobLabel(job), " iteration ", iteration, " cancelled (", why, "); ", cancelled,
+                       " unfinished tasks stop"));
+}
+
+void Dispatcher::ExpireClientsLocked(Clock::time_point now) {
+  std::vector<std::pair<uint64_t, uint64_t>> abandoned;  // (job, iteration)
+  for (auto& [job_id, job] : jobs_) {
+    for (auto& [k, iteration] : job.iterations) {
+      if (iteration.finished || iteration.clients.empty()) continue;
+      std::erase_if(iteration.clients,
+                    [&](const auto& client) { return now - client.second > client_timeout_; });
+      if (iteration.clients.empty()) abandoned.emplace_back(job_id, k);
+    }
+  }
+  for (const auto& [job_id, k] : abandoned) {
+    CancelIterationLocked(jobs_.at(job_id), k,
+                          absl::StrCat("its consumers were silent for ", client_timeout_.count(), " ms"));
+  }
+}
+
 void Dispatcher::ExpireWorkersLocked(Clock::time_point now) {
   for (auto it = workers_.begin(); it != workers_.end();) {
     auto next = std::next(it);
@@ -155,7 +204,7 @@ absl::StatusOr<RegisterWorkerResponse> Dispatcher::RegisterWorker(const Register
   if (request.address.empty()) return absl::InvalidArgumentError("RegisterWorker: no address");
   std::lock_guard<std::mutex> lock(mu_);
   const Clock::time_point now = now_();
-  ExpireWorkersLocked(now);
+  ExpireLocked(now);
   const uint64_t id = next_id_++;
   Worker& worker = workers_[id];
   worker.id = id;
@@ -178,7 +227,7 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
     return absl::NotFoundError(absl::StrCat("unknown worker ", request.worker_id, "; register again"));
   }
   w->second.last_seen = now;
-  ExpireWorkersLocked(now);
+  ExpireLocked(now);
   for (const TaskReport& report : request.reports) {
     auto t = tasks_.find(report.task_id);
     if (t == tasks_.end() || t->second.worker_id != request.worker_id || t->second.done) continue;
@@ -209,6 +258,8 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
     response.tasks.push_back(TaskDef{task.id, task.job_id, task.iteration, job.graph, job.mode});
   }
   w->second.undelivered.clear();
+  response.cancelled_tasks = std::move(w->second.cancelled);
+  w->second.cancelled.clear();
   return response;
 }
 
@@ -235,14 +286,32 @@ absl::StatusOr<GetSplitResponse> Dispatcher::GetSplit(const GetSplitRequest& req
 
 absl::StatusOr<ClientHeartbeatResponse> Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
-  ExpireWorkersLocked(now_());
+  const Clock::time_point now = now_();
   auto j = jobs_.find(request.job_id);
+  if (j != jobs_.end() && request.job_client_id != 0) {
+    // Before the expiry, so that this consumer's own silence does not cancel the iteration it is back for.
+    auto it = j->second.iterations.find(request.iteration);
+    if (it != j->second.iterations.end() && !it->second.finished) {
+      if (request.releasing) {
+        it->second.clients.erase(request.job_client_id);
+        if (it->second.clients.empty()) {
+          CancelIterationLocked(j->second, request.iteration,
+                                absl::StrCat("its last consumer, ", request.job_client_id, ", left"));
+        }
+      } else {
+        it->second.clients[request.job_client_id] = now;  // also a consumer dropped while others stayed
+      }
+    }
+  }
+  ExpireLocked(now);
   if (j == jobs_.end())
     return absl::NotFoundError(absl::StrCat("ClientHeartbeat: unknown job ", request.job_id));
   auto it = j->second.iterations.find(request.iteration);
   if (it == j->second.iterations.end()) {
     return absl::NotFoundError(
-        absl::StrCat("ClientHeartbeat: ", JobLabel(j->second), " has no iteration ", request.iteration));
+        absl::StrCat("ClientHeartbeat: ", JobLabel(j->second), " has no iteration ", request.iteration,
+                     " (an iteration is cancelled when its consumers leave or are silent for ",
+                     client_timeout_.count(), " ms)"));
   }
   ClientHeartbeatResponse response;
   for (uint64_t id : it->second.tasks) {

@@ -14,7 +14,13 @@
 //   A failed task fails its iteration with the worker's message.
 // - GetSplit hands a task's iteration its next split, on demand, each split once; then end_of_splits.
 // - ClientHeartbeat: an iteration's tasks (with worker addresses), whether every task finished, and the
-//   error of a failed task (then the iteration is over).
+//   error of a failed task (then the iteration is over). It also keeps its consumer (job_client_id)
+//   registered with the iteration; `releasing` unregisters it.
+// - Consumers leaving: a consumer unregisters when it releases or after `client_timeout_ms` without a
+//   heartbeat. An unfinished iteration without consumers is cancelled: its unfinished tasks go to their
+//   workers' next heartbeat answers as cancelled_tasks, and its record is dropped, so a later consumer
+//   of it (same job name and iteration) starts it afresh. Finished iterations are kept (a late
+//   consumer of a finished one sees end of input at once).
 // - Threading: every member is thread-safe (one mutex); the server runs Handle() on its handler pool.
 #ifndef SLUICE_DISTRIBUTE_SERVICE_DISPATCHER_H_
 #define SLUICE_DISTRIBUTE_SERVICE_DISPATCHER_H_
@@ -44,8 +50,8 @@ class Dispatcher {
 
   using Now = std::function<Clock::time_point()>;
 
-  // `now`: the clock worker timeouts are measured with (tests pass a fake one).
-  Dispatcher(int64_t worker_timeout_ms, Log log, Now now = &Clock::now);
+  // `now`: the clock worker and consumer timeouts are measured with (tests pass a fake one).
+  Dispatcher(int64_t worker_timeout_ms, Log log, Now now = &Clock::now, int64_t client_timeout_ms = 60000);
 
   absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
   absl::StatusOr<RegisterWorkerResponse> RegisterWorker(const RegisterWorkerRequest& request);
@@ -70,6 +76,7 @@ class Dispatcher {
     int64_t next_split = 0;  // next unit handed out (distributed_epoch)
     bool finished = false;
     absl::Status error;
+    std::map<uint64_t, Clock::time_point> clients;  // job_client_id -> its last request
   };
   struct Job {
     uint64_t id = 0;
@@ -86,17 +93,28 @@ class Dispatcher {
     std::string address;
     Clock::time_point last_seen;
     std::vector<uint64_t> undelivered;  // tasks not yet sent in a heartbeat answer
+    std::vector<uint64_t> cancelled;    // delivered tasks to stop, not yet sent in a heartbeat answer
   };
 
   std::string JobLabel(const Job& job) const;
   void AddTaskLocked(Job& job, uint64_t iteration, Worker& worker);
   void MaybeFinishLocked(Job& job, uint64_t iteration);
   void ExpireWorkersLocked(Clock::time_point now);
+  // Drops consumers silent for client_timeout_ms, then cancels unfinished iterations left without one.
+  void ExpireClientsLocked(Clock::time_point now);
+  // Ends the iteration's unfinished tasks (their workers are told to stop them) and drops its record.
+  void CancelIterationLocked(Job& job, uint64_t iteration, const std::string& why);
+  // Both expiries: every request runs them, so no timer thread is needed.
+  void ExpireLocked(Clock::time_point now) {
+    ExpireWorkersLocked(now);
+    ExpireClientsLocked(now);
+  }
   // Drops the worker; its unfinished tasks end (their elements are lost). Logs why.
   void DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, const std::string& why);
   void LogLine(const std::string& line) const;
 
   const std::chrono::milliseconds worker_timeout_;
+  const std::chrono::milliseconds client_timeout_;
   const Log log_;
   const Now now_;
   std::mutex mu_;

@@ -54,6 +54,34 @@ absl::StatusOr<bool> ReadVarintInto(absl::string_view message, wire::Reader& r, 
   return true;
 }
 
+// A repeated uint64 field: packed (proto3's encoding, and what Append writes) or one varint per field.
+absl::StatusOr<bool> ReadRepeatedVarintsInto(absl::string_view message, wire::Reader& r, uint32_t field,
+                                             uint32_t type, std::vector<uint64_t>* out) {
+  if (type == wire::kVarint) {
+    uint64_t value = 0;
+    if (!r.ReadVarint(&value)) return Malformed(message, r);
+    out->push_back(value);
+    return true;
+  }
+  if (type != wire::kLengthDelimited) return WrongType(message, field, type, r);
+  std::string_view packed;
+  if (!r.ReadBytes(&packed)) return Malformed(message, r);
+  wire::Reader values(packed, r.origin());
+  while (!values.done()) {
+    uint64_t value = 0;
+    if (!values.ReadVarint(&value)) return Malformed(message, values);
+    out->push_back(value);
+  }
+  return true;
+}
+
+void AppendPackedVarintsField(std::string* out, uint32_t field, const std::vector<uint64_t>& values) {
+  if (values.empty()) return;  // proto3 default
+  std::string packed;
+  for (uint64_t value : values) wire::AppendVarint(&packed, value);
+  wire::AppendBytesField(out, field, packed);
+}
+
 absl::StatusOr<bool> ReadBytesInto(absl::string_view message, wire::Reader& r, uint32_t field, uint32_t type,
                                    std::string* out) {
   if (type != wire::kLengthDelimited) return WrongType(message, field, type, r);
@@ -384,6 +412,7 @@ absl::StatusOr<WorkerHeartbeatRequest> DecodeWorkerHeartbeatRequest(std::string_
 std::string EncodeWorkerHeartbeatResponse(const WorkerHeartbeatResponse& message) {
   std::string out;
   for (const TaskDef& task : message.tasks) wire::AppendBytesField(&out, 1, EncodeTaskDef(task));
+  AppendPackedVarintsField(&out, 2, message.cancelled_tasks);
   return out;
 }
 
@@ -393,6 +422,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DecodeWorkerHeartbeatResponse(std::strin
   absl::Status read =
       ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
         if (field == 1) return ReadMessageInto(kName, r, field, type, &message.tasks, &DecodeTaskDef);
+        if (field == 2) return ReadRepeatedVarintsInto(kName, r, field, type, &message.cancelled_tasks);
         return false;
       });
   if (!read.ok()) return read;
@@ -445,19 +475,25 @@ std::string EncodeClientHeartbeatRequest(const ClientHeartbeatRequest& message) 
   std::string out;
   AppendVarintField(&out, 1, message.job_id);
   AppendVarintField(&out, 2, message.iteration);
+  AppendVarintField(&out, 3, message.job_client_id);
+  AppendVarintField(&out, 4, message.releasing ? 1 : 0);
   return out;
 }
 
 absl::StatusOr<ClientHeartbeatRequest> DecodeClientHeartbeatRequest(std::string_view bytes) {
   constexpr absl::string_view kName = "ClientHeartbeatRequest";
   ClientHeartbeatRequest message;
+  uint64_t releasing = 0;
   absl::Status read =
       ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
         if (field == 1) return ReadVarintInto(kName, r, field, type, &message.job_id);
         if (field == 2) return ReadVarintInto(kName, r, field, type, &message.iteration);
+        if (field == 3) return ReadVarintInto(kName, r, field, type, &message.job_client_id);
+        if (field == 4) return ReadVarintInto(kName, r, field, type, &releasing);
         return false;
       });
   if (!read.ok()) return read;
+  message.releasing = releasing != 0;
   return message;
 }
 

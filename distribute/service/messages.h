@@ -91,6 +91,7 @@ struct TaskDef {
 };
 struct WorkerHeartbeatResponse {
   std::vector<TaskDef> tasks;
+  std::vector<uint64_t> cancelled_tasks;  // tasks whose consumers all left: stop them and drop their data
 };
 
 // Worker -> dispatcher (distributed_epoch): a task's next split, indices [begin, end) of the splittable
@@ -108,6 +109,8 @@ struct GetSplitResponse {
 struct ClientHeartbeatRequest {
   uint64_t job_id = 0;
   uint64_t iteration = 0;
+  uint64_t job_client_id = 0;  // GetOrCreateJobResponse.job_client_id: keeps this consumer registered
+  bool releasing = false;      // the consumer is done with the iteration (its last heartbeat)
 };
 struct TaskInfo {
   uint64_t task_id = 0;

@@ -26,6 +26,8 @@ namespace {
 
 constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(200);
 constexpr auto kMaxIdleSleep = std::chrono::milliseconds(20);
+// How long a reader's goodbye to the dispatcher may hold up its iterator's destruction.
+constexpr auto kReleaseTimeout = std::chrono::seconds(1);
 
 void SleepFor(std::stop_token stop, std::chrono::milliseconds duration) {
   std::mutex mu;
@@ -63,8 +65,11 @@ struct ServiceReader::Impl {
     Deliver(std::move(items), 0, true);
   }
   // Reserves up to max_outstanding_requests - outstanding slots (waits for at
-  // least one); 0 when stopped.
+  // least one); 0 when stopped, -1 when a heartbeat period passed with no room (the consumer is slow:
+  // the dispatcher must still hear from it).
   int64_t Reserve(std::stop_token stop);
+  // Tells the dispatcher this consumer is done with the iteration (bounded by kReleaseTimeout).
+  void Release(Client* dispatcher, uint64_t job_id, uint64_t job_client_id);
 
   const std::string graph;
   const std::string element_type;
@@ -85,7 +90,9 @@ struct ServiceReader::Impl {
 int64_t ServiceReader::Impl::Reserve(std::stop_token stop) {
   const int64_t limit = std::max<int64_t>(1, options.max_outstanding_requests);
   std::unique_lock<std::mutex> lock(mu);
-  if (!space.wait(lock, stop, [&] { return outstanding < limit; })) return 0;
+  if (!space.wait_for(lock, stop, kHeartbeatPeriod, [&] { return outstanding < limit; })) {
+    return stop.stop_requested() ? 0 : -1;
+  }
   const int64_t n = limit - outstanding;
   outstanding += n;
   if (options.stats) RaiseTo(options.stats->max_outstanding, outstanding);
@@ -102,6 +109,21 @@ void ServiceReader::Impl::Deliver(std::deque<absl::StatusOr<std::string>> items,
   }
   if (reserved > 0) space.notify_all();
   if (any) ready.Set();
+}
+
+void ServiceReader::Impl::Release(Client* dispatcher, uint64_t job_id, uint64_t job_client_id) {
+  // The reader's own stop token is usually set by now (its iterator is going): the goodbye gets a
+  // deadline of its own instead.
+  std::stop_source deadline;
+  std::jthread timer([&deadline](std::stop_token done) {
+    SleepFor(done, std::chrono::duration_cast<std::chrono::milliseconds>(kReleaseTimeout));
+    deadline.request_stop();
+  });
+  ClientHeartbeatRequest request{job_id, static_cast<uint64_t>(iteration), job_client_id, /*releasing=*/true};
+  absl::StatusOr<Frame> answer =
+      SyncWait(dispatcher->Call(FrameKind::kClientHeartbeat, EncodeClientHeartbeatRequest(request)),
+               deadline.get_token());
+  (void)answer;  // best effort: a consumer that cannot say goodbye times out at the dispatcher
 }
 
 void ServiceReader::Impl::Run(std::stop_token stop) {
@@ -128,6 +150,13 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
     return Fail(absl::Status(job.status().code(), absl::StrCat(where, ": ", job.status().message())));
   }
   if (options.job_name.empty()) anonymous_job->store(job->job_id);
+  struct Goodbye {
+    Impl* impl;
+    Client* dispatcher;
+    uint64_t job_id;
+    uint64_t job_client_id;
+    ~Goodbye() { impl->Release(dispatcher, job_id, job_client_id); }
+  } goodbye{this, dispatcher->get(), job->job_id, job->job_client_id};
 
   struct TaskState {
     std::string address;
@@ -147,7 +176,8 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
       if (all_done && finished) return Deliver({}, 0, true);
       if (all_done && last_heartbeat != std::chrono::steady_clock::time_point{}) SleepFor(stop, idle_sleep);
       idle_sleep = std::min(idle_sleep * 2, kMaxIdleSleep);
-      ClientHeartbeatRequest request{job->job_id, static_cast<uint64_t>(iteration)};
+      ClientHeartbeatRequest request{job->job_id, static_cast<uint64_t>(iteration), job->job_client_id,
+                                     false};
       absl::StatusOr<Frame> beat = SyncWait(
           (*dispatcher)->Call(FrameKind::kClientHeartbeat, EncodeClientHeartbeatRequest(request)), stop);
       absl::StatusOr<ClientHeartbeatResponse> response =
@@ -197,6 +227,7 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
     }
     const int64_t reserved = Reserve(stop);
     if (reserved == 0) return;
+    if (reserved < 0) continue;  // heartbeat now, then try again
     GetElementsRequest request;
     request.task_id = task_id;
     request.max_elements = static_cast<uint32_t>(std::min<int64_t>(reserved, UINT32_MAX));

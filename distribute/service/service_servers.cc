@@ -41,8 +41,14 @@ Task<absl::StatusOr<std::string>> AnswerOn(Dispatcher* dispatcher, AgreementRegi
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(DispatcherConfig config) {
+  if (config.worker_timeout_ms <= 0 || config.client_timeout_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DispatcherServer: timeouts must be positive (worker_timeout_ms ",
+                     config.worker_timeout_ms, ", client_timeout_ms ", config.client_timeout_ms, ")"));
+  }
   auto impl = std::make_unique<Impl>();
-  impl->dispatcher = std::make_unique<Dispatcher>(config.worker_timeout_ms, config.log);
+  impl->dispatcher = std::make_unique<Dispatcher>(config.worker_timeout_ms, config.log,
+                                                  &Dispatcher::Clock::now, config.client_timeout_ms);
   impl->agreements = std::make_unique<AgreementRegistry>();
   Dispatcher* raw = impl->dispatcher.get();
   AgreementRegistry* agreements = impl->agreements.get();

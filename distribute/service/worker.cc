@@ -141,6 +141,8 @@ struct Worker::Impl {
   void BeatNow();
   void HeartbeatLoop(std::stop_token stop);
   void StartTask(TaskDef def);
+  // The dispatcher cancelled the task (its consumers left): stop its producer and drop its elements.
+  void CancelTask(uint64_t id);
   void Produce(std::stop_token stop, WorkerTask* task);
   absl::StatusOr<Dataset<std::string>> BuildPipeline(const TaskDef& def, const std::string& feed_id);
   absl::StatusOr<std::string> Handle(const Frame& request);
@@ -239,6 +241,7 @@ void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
       }
       done.clear();  // joins the producers, which have ended
       for (TaskDef& def : response->tasks) StartTask(std::move(def));
+      for (uint64_t id : response->cancelled_tasks) CancelTask(id);
     } else if (response.status().code() == absl::StatusCode::kNotFound) {
       LogLine("the dispatcher does not know this worker (it restarted?); registering again");
       if (absl::Status s = Register(stop); !s.ok())
@@ -252,6 +255,27 @@ void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
                      [this] { return beat_now; });
     beat_now = false;
   }
+}
+
+void Worker::Impl::CancelTask(uint64_t id) {
+  std::shared_ptr<WorkerTask> task;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = tasks.find(id);
+    if (it == tasks.end()) return;
+    task = std::move(it->second);
+    tasks.erase(it);
+    // A consumer still asking (it was presumed gone) learns why the task ended.
+    finished[id] = absl::CancelledError(absl::StrCat("task ", id, " was cancelled: its consumers left"));
+  }
+  size_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(task->mu);
+    dropped = task->buffer.size();
+  }
+  LogLine(absl::StrCat("task ", id, " (job ", task->def.job_id, " iteration ", task->def.iteration,
+                       ") cancelled: its consumers left; ", dropped, " buffered elements dropped"));
+  task.reset();  // stops and joins its producer, unless a GetElements call still holds the task
 }
 
 void Worker::Impl::StartTask(TaskDef def) {

@@ -15,6 +15,11 @@ CLI::App* AddDispatcherCommand(CLI::App& app, DispatcherFlags* flags) {
                   "a worker silent this long is dropped and its unfinished tasks end")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--client-timeout-ms", flags->client_timeout_ms,
+                  "a consumer silent this long has left; an unfinished iteration without consumers is "
+                  "cancelled")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Prints 'listening on HOST:PORT', then one line per event on stderr.\n"
       "exit status: 0 stopped by a signal; 1 cannot listen; 2 bad usage.");
@@ -27,6 +32,7 @@ int RunDispatcher(const DispatcherFlags& flags, std::ostream& out, std::ostream&
   config.host = flags.host;
   config.port = flags.port;
   config.worker_timeout_ms = flags.worker_timeout_ms;
+  config.client_timeout_ms = flags.client_timeout_ms;
   config.log = [&err](const std::string& line) { err << "dispatcher: " << line << std::endl; };
   absl::StatusOr<std::unique_ptr<service::DispatcherServer>> server =
       service::DispatcherServer::Start(config);

@@ -19,6 +19,7 @@ struct DispatcherFlags {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   int64_t worker_timeout_ms = 10000;
+  int64_t client_timeout_ms = 60000;
 };
 
 CLI::App* AddDispatcherCommand(CLI::App& app, DispatcherFlags* flags);

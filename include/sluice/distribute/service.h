@@ -19,6 +19,10 @@
 //   together they see each element of iteration k once (first come, first served). An iteration that
 //   already finished ends at once. Reusing a name with another mode, element type or dataset is
 //   InvalidArgument naming both.
+// - Leaving: a pass that ends early (its iterator destroyed) says goodbye to the dispatcher; one that
+//   goes silent is dropped after DispatcherConfig::client_timeout_ms. When the last consumer of an
+//   unfinished iteration has left, the iteration is cancelled: its workers stop its tasks and drop their
+//   buffered elements, and a consumer that joins it later starts it from the beginning.
 // - parallel_epochs: every worker runs the whole pipeline, so each element comes once per worker.
 //   distributed_epoch: the dispatcher hands out splits of the pipeline's one splittable source (a Range
 //   or FromVector chunk, one file of ListFiles/TFRecord/TextLines/FixedLengthRecords) and each element
@@ -81,6 +85,10 @@ struct DispatcherConfig {
   uint16_t port = 0;  // 0: a free port
   // A worker silent this long is dropped and its unfinished tasks end (their elements are lost).
   int64_t worker_timeout_ms = 10000;
+  // A consumer silent this long has left its job (a consumer heartbeats every 200 ms while it reads, and
+  // says goodbye when its iterator goes). An unfinished iteration whose consumers all left is cancelled:
+  // its workers stop its tasks and drop their elements, and a later consumer of it starts it afresh.
+  int64_t client_timeout_ms = 60000;
   std::function<void(const std::string&)> log;  // one line per notable event; nullptr: quiet
 };
 

@@ -254,6 +254,103 @@ TEST(ServiceDispatcherTest, ALeavingWorkerIsDroppedAtOnce) {
   EXPECT_NE(log.back().find("left (stopping)"), std::string::npos) << log.back();
 }
 
+ClientHeartbeatRequest ClientBeat(const GetOrCreateJobResponse& job, uint64_t iteration,
+                                  bool releasing = false) {
+  return ClientHeartbeatRequest{job.job_id, iteration, job.job_client_id, releasing};
+}
+
+bool Logged(const std::vector<std::string>& log, const std::string& text) {
+  for (const std::string& line : log) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(ServiceDispatcherTest, AnIterationWhoseConsumersLeftIsCancelledAndStartsAfreshForANewConsumer) {
+  std::vector<std::string> log;
+  Dispatcher dispatcher(10000, [&log](const std::string& line) { log.push_back(line); });
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  auto a = dispatcher.GetOrCreateJob(Request(Range(1000), ProcessingMode::kDistributedEpoch, "gc"));
+  auto b = dispatcher.GetOrCreateJob(Request(Range(1000), ProcessingMode::kDistributedEpoch, "gc"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const uint64_t task = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  ASSERT_FALSE(dispatcher.GetSplit({task})->end_of_splits);
+  // One of two consumers leaving changes nothing.
+  ASSERT_TRUE(dispatcher.ClientHeartbeat(ClientBeat(*a, 0, /*releasing=*/true)).ok());
+  auto beat = Beat(dispatcher, w1, {});
+  ASSERT_TRUE(beat.ok());
+  EXPECT_TRUE(beat->cancelled_tasks.empty());
+  EXPECT_EQ(dispatcher.ClientHeartbeat(ClientBeat(*b, 0))->tasks.size(), 1u);
+  // The last one leaving cancels the iteration: its worker is told once, the record is gone.
+  (void)dispatcher.ClientHeartbeat(ClientBeat(*b, 0, /*releasing=*/true));
+  beat = Beat(dispatcher, w1, {});
+  ASSERT_TRUE(beat.ok());
+  EXPECT_EQ(beat->cancelled_tasks, std::vector<uint64_t>{task});
+  EXPECT_TRUE(Beat(dispatcher, w1, {})->cancelled_tasks.empty());
+  EXPECT_TRUE(Logged(log, "iteration 0 cancelled (its last consumer")) << log.back();
+  auto gone = dispatcher.ClientHeartbeat(ClientBeat(*b, 0));
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(gone.status().message().find("cancelled"), std::string::npos) << gone.status();
+  EXPECT_EQ(dispatcher.GetSplit({task}).status().code(), absl::StatusCode::kNotFound);
+  // The worker's late report of the cancelled task is ignored.
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{task, absl::OkStatus()}}).ok());
+  // A new consumer of the same name and iteration starts it again: a new task, splits from 0.
+  auto c = dispatcher.GetOrCreateJob(Request(Range(1000), ProcessingMode::kDistributedEpoch, "gc"));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->job_id, a->job_id);
+  auto again = Beat(dispatcher, w1, {});
+  ASSERT_EQ(again->tasks.size(), 1u);
+  EXPECT_NE(again->tasks[0].task_id, task);
+  EXPECT_EQ(dispatcher.GetSplit({again->tasks[0].task_id})->begin, 0u);
+}
+
+TEST(ServiceDispatcherTest, SilentConsumersTimeOutHeartbeatsKeepThem) {
+  Dispatcher::Clock::time_point now{};
+  std::vector<std::string> log;
+  Dispatcher dispatcher(
+      /*worker_timeout_ms=*/1000000, [&log](const std::string& line) { log.push_back(line); },
+      [&now] { return now; }, /*client_timeout_ms=*/1000);
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  auto kept = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "kept"));
+  auto silent = dispatcher.GetOrCreateJob(Request(Range(10), ProcessingMode::kParallelEpochs, "silent"));
+  ASSERT_TRUE(kept.ok() && silent.ok());
+  auto tasks = Beat(dispatcher, w1, {});
+  ASSERT_EQ(tasks->tasks.size(), 2u);
+  const uint64_t silent_task =
+      tasks->tasks[0].job_id == silent->job_id ? tasks->tasks[0].task_id : tasks->tasks[1].task_id;
+  for (int i = 0; i < 5; ++i) {
+    now += std::chrono::milliseconds(600);  // "kept" beats every 0.6 s; "silent" stops after the first
+    if (i == 0) {
+      ASSERT_TRUE(dispatcher.ClientHeartbeat(ClientBeat(*silent, 0)).ok());
+    }
+    ASSERT_TRUE(dispatcher.ClientHeartbeat(ClientBeat(*kept, 0)).ok()) << i;
+  }
+  auto beat = Beat(dispatcher, w1, {});
+  EXPECT_EQ(beat->cancelled_tasks, std::vector<uint64_t>{silent_task});
+  EXPECT_TRUE(Logged(log, "its consumers were silent for 1000 ms"));
+  EXPECT_FALSE(dispatcher.ClientHeartbeat(ClientBeat(*kept, 0))->finished);
+}
+
+TEST(ServiceDispatcherTest, LeavingAfterTheEndOrBeforeTheWorkerHeardOfTheTaskCancelsNothingItMustNot) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t w1 = AddWorker(dispatcher, "127.0.0.1:1");
+  // Finished, then left: the iteration stays finished for late consumers.
+  auto done = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "done"));
+  const uint64_t t = Beat(dispatcher, w1, {})->tasks.at(0).task_id;
+  ASSERT_TRUE(Beat(dispatcher, w1, {TaskReport{t, absl::OkStatus()}}).ok());
+  ASSERT_TRUE(dispatcher.ClientHeartbeat(ClientBeat(*done, 0, /*releasing=*/true)).ok());
+  EXPECT_TRUE(Beat(dispatcher, w1, {})->cancelled_tasks.empty());
+  auto late = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "done"));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(dispatcher.ClientHeartbeat(ClientBeat(*late, 0))->finished);
+  // Created and left before the worker's next heartbeat: the task is never sent, nor cancelled.
+  auto brief = dispatcher.GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "brief"));
+  (void)dispatcher.ClientHeartbeat(ClientBeat(*brief, 0, /*releasing=*/true));
+  auto beat = Beat(dispatcher, w1, {});
+  EXPECT_TRUE(beat->tasks.empty());
+  EXPECT_TRUE(beat->cancelled_tasks.empty());
+}
+
 }  // namespace
 }  // namespace service_dispatcher_test_file
 }  // namespace sluice::service

@@ -60,6 +60,29 @@ TEST(MessagesTest, OtherMessagesRoundTrip) {
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->elements, in.elements);
   EXPECT_FALSE(out->end_of_sequence);
+
+  absl::StatusOr<ClientHeartbeatRequest> beat =
+      DecodeClientHeartbeatRequest(EncodeClientHeartbeatRequest({3, 4, UINT64_MAX, true}));
+  ASSERT_TRUE(beat.ok());
+  EXPECT_EQ(beat->job_client_id, UINT64_MAX);
+  EXPECT_TRUE(beat->releasing);
+}
+
+TEST(MessagesTest, CancelledTasksDecodePackedOrOneVarintPerField) {
+  absl::StatusOr<WorkerHeartbeatResponse> packed =
+      DecodeWorkerHeartbeatResponse(EncodeWorkerHeartbeatResponse({{}, {1, UINT64_MAX, 300}}));
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ(packed->cancelled_tasks, (std::vector<uint64_t>{1, UINT64_MAX, 300}));
+  // Field 2 as two plain varints (what a proto2 writer sends), then a packed run: all accepted, in order.
+  const std::string mixed = std::string("\x10\x05\x10\x06\x12\x02\x07\x08", 8);
+  absl::StatusOr<WorkerHeartbeatResponse> decoded = DecodeWorkerHeartbeatResponse(mixed);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->cancelled_tasks, (std::vector<uint64_t>{5, 6, 7, 8}));
+  // A packed run whose last varint is cut off is malformed, not a short list.
+  absl::StatusOr<WorkerHeartbeatResponse> cut =
+      DecodeWorkerHeartbeatResponse(std::string("\x12\x02\x07\x80", 4));
+  EXPECT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument) << cut.status();
+  EXPECT_NE(cut.status().message().find("WorkerHeartbeatResponse"), std::string::npos) << cut.status();
 }
 
 TEST(MessagesTest, ErrorPayloadCarriesCodeAndMessage) {

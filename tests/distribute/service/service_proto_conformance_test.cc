@@ -107,7 +107,11 @@ TEST_F(ProtoConformanceTest, WorkerMessages) {
                    R"(tasks { task_id: 1 job_id: 2 iteration: 3 graph: "g" mode: DISTRIBUTED_EPOCH })");
   ASSERT_TRUE(tasks.ok()) << tasks.status();
   EXPECT_EQ(*tasks,
-            EncodeWorkerHeartbeatResponse({{TaskDef{1, 2, 3, "g", ProcessingMode::kDistributedEpoch}}}));
+            EncodeWorkerHeartbeatResponse({{TaskDef{1, 2, 3, "g", ProcessingMode::kDistributedEpoch}}, {}}));
+  absl::StatusOr<std::string> cancelled =
+      ProtocEncode("WorkerHeartbeatResponse", "cancelled_tasks: 7 cancelled_tasks: 300");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(*cancelled, EncodeWorkerHeartbeatResponse({{}, {7, 300}}));  // packed, as proto3 writes it
   absl::StatusOr<std::string> split = ProtocEncode("GetSplitResponse", "begin: 128 end: 256");
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_EQ(*split, EncodeGetSplitResponse({128, 256, false}));
@@ -120,6 +124,10 @@ TEST_F(ProtoConformanceTest, ClientHeartbeat) {
   absl::StatusOr<std::string> request = ProtocEncode("ClientHeartbeatRequest", "job_id: 5 iteration: 1");
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(*request, EncodeClientHeartbeatRequest({5, 1}));
+  absl::StatusOr<std::string> release =
+      ProtocEncode("ClientHeartbeatRequest", "job_id: 5 iteration: 1 job_client_id: 9 releasing: true");
+  ASSERT_TRUE(release.ok()) << release.status();
+  EXPECT_EQ(*release, EncodeClientHeartbeatRequest({5, 1, 9, true}));
   absl::StatusOr<std::string> response = ProtocEncode(
       "ClientHeartbeatResponse",
       R"(tasks { task_id: 6 worker_address: "127.0.0.1:7" } finished: true error { code: 14 message: "x" })");
