@@ -240,8 +240,10 @@ void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
                              task->def.iteration, ") ", task->failed.ok() ? "finished" : "failed"));
       }
       done.clear();  // joins the producers, which have ended
-      for (TaskDef& def : response->tasks) StartTask(std::move(def));
+      // Cancelled tasks first: their threads and memory go back before new tasks start (a trainer's next
+      // epoch often arrives in the same answer as its abandoned previous one).
       for (uint64_t id : response->cancelled_tasks) CancelTask(id);
+      for (TaskDef& def : response->tasks) StartTask(std::move(def));
     } else if (response.status().code() == absl::StatusCode::kNotFound) {
       LogLine("the dispatcher does not know this worker (it restarted?); registering again");
       if (absl::Status s = Register(stop); !s.ok())
