@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <coroutine>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "distribute/service/messages.h"
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/transfer.h"
+#include "sluice/engine/sync_wait.h"
 
 namespace sluice::service {
 namespace {
@@ -330,5 +332,18 @@ Task<absl::StatusOr<Frame>> Client::Call(FrameKind kind, std::string payload) {
 }
 
 void Client::Close() { impl_->Close(); }
+
+absl::StatusOr<Frame> CallWithin(Client& client, FrameKind kind, std::string payload,
+                                 std::chrono::milliseconds timeout) {
+  std::stop_source deadline;
+  // Stopped (and joined) on return, when the answer came first.
+  std::jthread timer([&deadline, timeout](std::stop_token answered) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, answered, timeout, [] { return false; })) deadline.request_stop();
+  });
+  return SyncWait(client.Call(kind, std::move(payload)), deadline.get_token());
+}
 
 }  // namespace sluice::service

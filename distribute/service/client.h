@@ -64,6 +64,11 @@ class Client {
   std::shared_ptr<Impl> impl_;
 };
 
+// Calls and blocks for the answer at most `timeout`, then Cancelled: for a goodbye sent while stopping,
+// whose caller's own stop token is already set and which must not hang on a dispatcher that went quiet.
+absl::StatusOr<Frame> CallWithin(Client& client, FrameKind kind, std::string payload,
+                                 std::chrono::milliseconds timeout);
+
 }  // namespace sluice::service
 
 #endif  // SLUICE_DISTRIBUTE_SERVICE_CLIENT_H_

@@ -27,7 +27,7 @@ namespace {
 constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(200);
 constexpr auto kMaxIdleSleep = std::chrono::milliseconds(20);
 // How long a reader's goodbye to the dispatcher may hold up its iterator's destruction.
-constexpr auto kReleaseTimeout = std::chrono::seconds(1);
+constexpr auto kReleaseTimeout = std::chrono::milliseconds(1000);
 
 void SleepFor(std::stop_token stop, std::chrono::milliseconds duration) {
   std::mutex mu;
@@ -112,17 +112,10 @@ void ServiceReader::Impl::Deliver(std::deque<absl::StatusOr<std::string>> items,
 }
 
 void ServiceReader::Impl::Release(Client* dispatcher, uint64_t job_id, uint64_t job_client_id) {
-  // The reader's own stop token is usually set by now (its iterator is going): the goodbye gets a
-  // deadline of its own instead.
-  std::stop_source deadline;
-  std::jthread timer([&deadline](std::stop_token done) {
-    SleepFor(done, std::chrono::duration_cast<std::chrono::milliseconds>(kReleaseTimeout));
-    deadline.request_stop();
-  });
+  // The reader's own stop token is usually set by now (its iterator is going), hence CallWithin.
   ClientHeartbeatRequest request{job_id, static_cast<uint64_t>(iteration), job_client_id, /*releasing=*/true};
-  absl::StatusOr<Frame> answer =
-      SyncWait(dispatcher->Call(FrameKind::kClientHeartbeat, EncodeClientHeartbeatRequest(request)),
-               deadline.get_token());
+  absl::StatusOr<Frame> answer = CallWithin(*dispatcher, FrameKind::kClientHeartbeat,
+                                            EncodeClientHeartbeatRequest(request), kReleaseTimeout);
   (void)answer;  // best effort: a consumer that cannot say goodbye times out at the dispatcher
 }
 

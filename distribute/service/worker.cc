@@ -428,25 +428,11 @@ absl::StatusOr<std::string> Worker::Impl::Handle(const Frame& request) {
 
 void Worker::Impl::SayGoodbye() {
   // Bounded: a dispatcher that does not answer within a second learns of it by the heartbeat timeout.
-  std::stop_source stop;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) stop.request_stop();
-  });
   WorkerHeartbeatRequest request;
   request.worker_id = worker_id;
   request.leaving = true;
-  absl::StatusOr<Frame> answer = SyncWait(
-      dispatcher->Call(FrameKind::kWorkerHeartbeat, EncodeWorkerHeartbeatRequest(request)), stop.get_token());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_one();
-  watchdog.join();
+  absl::StatusOr<Frame> answer = CallWithin(*dispatcher, FrameKind::kWorkerHeartbeat,
+                                            EncodeWorkerHeartbeatRequest(request), std::chrono::seconds(1));
   if (!answer.ok())
     LogLine(absl::StrCat("telling the dispatcher this worker stops: ", answer.status().message()));
 }
