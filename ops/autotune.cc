@@ -8,6 +8,26 @@
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
+namespace {
+
+// What a unit of a tunable costs: a thread, or the bytes of a buffered element.
+int64_t Cost(const HillClimber::Sample& s) {
+  return s.uses_cpu ? s.parallelism : s.parallelism * s.unit_bytes;
+}
+
+// The costliest tunable of the kind (CPU or buffer) that can lose a unit (first on ties); samples.size()
+// when there is none.
+size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool uses_cpu) {
+  size_t costliest = samples.size();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const HillClimber::Sample& s = samples[i];
+    if (s.uses_cpu != uses_cpu || s.parallelism <= 1) continue;
+    if (costliest == samples.size() || Cost(s) > Cost(samples[costliest])) costliest = i;
+  }
+  return costliest;
+}
+
+}  // namespace
 
 std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& samples) {
   if (samples.size() != ops_.size()) {
@@ -43,12 +63,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     // The budget shrank (a shared pool's share): lower the most parallel CPU tunable by one. No
     // cooldown: nothing rises while the sum is at the budget, and when the share grows back the op
     // should climb again at once.
-    size_t largest = samples.size();
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const Sample& s = samples[i];
-      if (!s.uses_cpu || s.parallelism <= 1) continue;
-      if (largest == samples.size() || s.parallelism > samples[largest].parallelism) largest = i;
-    }
+    const size_t largest = CostliestAboveOne(samples, /*uses_cpu=*/true);
     if (largest != samples.size()) {
       changes.push_back(Change{largest, samples[largest].parallelism - 1});
       return changes;
@@ -57,15 +72,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
   const bool ram_limited = config_.ram_budget_bytes > 0;
   if (ram_limited && ram_total > config_.ram_budget_bytes) {
     // Elements grew past the budget: shrink the buffer holding the most bytes by one element.
-    size_t largest = samples.size();
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const Sample& s = samples[i];
-      if (s.uses_cpu || s.parallelism <= 1) continue;
-      if (largest == samples.size() ||
-          s.parallelism * s.unit_bytes > samples[largest].parallelism * samples[largest].unit_bytes) {
-        largest = i;
-      }
-    }
+    const size_t largest = CostliestAboveOne(samples, /*uses_cpu=*/false);
     if (largest != samples.size()) {
       changes.push_back(Change{largest, samples[largest].parallelism - 1});
       ops_[largest].cooldown = config_.cooldown_periods;

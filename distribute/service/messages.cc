@@ -59,9 +59,9 @@ absl::StatusOr<bool> ReadRepeatedVarintsInto(absl::string_view message, wire::Re
                                              uint32_t type, std::vector<uint64_t>* out) {
   if (type == wire::kVarint) {
     uint64_t value = 0;
-    if (!r.ReadVarint(&value)) return Malformed(message, r);
-    out->push_back(value);
-    return true;
+    absl::StatusOr<bool> read = ReadVarintInto(message, r, field, type, &value);
+    if (read.ok()) out->push_back(value);
+    return read;
   }
   if (type != wire::kLengthDelimited) return WrongType(message, field, type, r);
   std::string_view packed;
