@@ -21,8 +21,8 @@
 #include "sluice/engine/sync_wait.h"
 #include "sluice/engine/task.h"
 #include "sluice/io/tensor.h"
-#include "tests/ops/test_helpers.h"
 #include "sluice/ops/dataset.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace mirrored_strategy_test_file {
