@@ -68,6 +68,7 @@ struct Client::Impl {
   std::unordered_map<uint64_t, CallAwaiter*> pending;
   bool down = false;
   absl::Status down_status;
+  std::atomic<bool> lost{false};  // `down`, for other threads: set before the pending calls fail
 };
 
 namespace {
@@ -216,6 +217,7 @@ void Client::Impl::OnFrame(Frame frame) {
 
 void Client::Impl::OnClose(const absl::Status& why) {
   down = true;
+  lost.store(true, std::memory_order_release);
   down_status = why.code() == absl::StatusCode::kCancelled
                     ? why
                     : absl::UnavailableError(absl::StrCat("connection to ", peer,
@@ -332,6 +334,12 @@ Task<absl::StatusOr<Frame>> Client::Call(FrameKind kind, std::string payload) {
 }
 
 void Client::Close() { impl_->Close(); }
+
+bool Client::connected() const {
+  if (impl_->lost.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return !impl_->closed;
+}
 
 absl::StatusOr<Frame> CallWithin(Client& client, FrameKind kind, std::string payload,
                                  std::chrono::milliseconds timeout) {

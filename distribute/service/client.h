@@ -55,6 +55,8 @@ class Client {
   // `kind` must be a request kind (IsRequestKind), else the call fails with InvalidArgument; a payload
   // above options.max_payload_bytes fails with ResourceExhausted. Neither touches the connection.
   Task<absl::StatusOr<Frame>> Call(FrameKind kind, std::string payload);
+  // False once the connection ended (before the calls it fails complete) or Close() ran.
+  bool connected() const;
   void Close();
 
   struct Impl;

@@ -1,6 +1,7 @@
 #include "distribute/service/dispatcher.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,20 +16,215 @@ absl::StatusOr<std::string> Encoded(absl::StatusOr<M> message, std::string (*enc
   return encode(*message);
 }
 
+constexpr uint64_t kIdBlock = 1024;  // ids reserved per journal record
+
+// In [1, 2^40): two dispatchers' ranges overlap with a chance of about (ids used) / 2^40.
+uint64_t RandomFirstId() {
+  std::random_device device;
+  const uint64_t bits = (uint64_t{device()} << 32) ^ device();
+  return 1 + bits % ((uint64_t{1} << 40) - 1);
+}
+
+std::string KindName(JournalEventKind kind) {
+  switch (kind) {
+    case JournalEventKind::kIdsReserved:
+      return "ids reserved";
+    case JournalEventKind::kJobCreated:
+      return "job created";
+    case JournalEventKind::kIterationStarted:
+      return "iteration started";
+    case JournalEventKind::kWorkerRegistered:
+      return "worker registered";
+    case JournalEventKind::kTaskCreated:
+      return "task created";
+    case JournalEventKind::kTaskFinished:
+      return "task finished";
+    case JournalEventKind::kWorkerDropped:
+      return "worker dropped";
+    case JournalEventKind::kIterationCancelled:
+      return "iteration cancelled";
+    case JournalEventKind::kSplitGiven:
+      return "split given";
+    case JournalEventKind::kUnspecified:
+      break;
+  }
+  return "unspecified";
+}
+
 }  // namespace
 
 Dispatcher::Dispatcher(int64_t worker_timeout_ms, Log log, Now now, int64_t client_timeout_ms)
     : worker_timeout_(worker_timeout_ms),
       client_timeout_(client_timeout_ms),
       log_(std::move(log)),
-      now_(std::move(now)) {}
+      now_(std::move(now)),
+      next_id_(RandomFirstId()) {}
 
 void Dispatcher::LogLine(const std::string& line) const {
-  if (log_) log_(line);
+  if (log_ && !replaying_) log_(line);
 }
 
 std::string Dispatcher::JobLabel(const Job& job) const {
   return job.name.empty() ? absl::StrCat("job ", job.id) : absl::StrCat("job ", job.id, " '", job.name, "'");
+}
+
+absl::Status Dispatcher::Recover(std::unique_ptr<Journal> journal, const std::vector<std::string>& replay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = journal->path();
+  replaying_ = true;
+  for (size_t i = 0; i < replay.size(); ++i) {
+    absl::StatusOr<JournalEvent> event = DecodeJournalEvent(replay[i]);
+    absl::Status applied = event.ok() ? ApplyLocked(*event) : event.status();
+    if (!applied.ok()) {
+      replaying_ = false;
+      return absl::DataLossError(
+          absl::StrCat("the dispatcher's journal ", path, " cannot be replayed: record ", i,
+                       event.ok() ? absl::StrCat(" (", KindName(event->kind), ")") : std::string(), ": ",
+                       applied.message()));
+    }
+  }
+  replaying_ = false;
+  journal_ = std::move(journal);
+  next_id_ = std::max(next_id_, reserved_until_);  // ids handed out before the restart are never reused
+  if (replay.empty()) return absl::OkStatus();
+  const Clock::time_point now = now_();
+  int unfinished = 0;
+  for (auto& [job_id, job] : jobs_) {
+    for (auto& [k, iteration] : job.iterations) {
+      if (iteration.finished) continue;
+      // A placeholder consumer: the iteration waits client_timeout_ms for its consumers to come back.
+      iteration.clients[0] = now;
+      ++unfinished;
+    }
+  }
+  for (auto& [id, worker] : workers_) {
+    worker.last_seen = now;
+    // Replay leaves every task of a worker undelivered; the finished ones need no second delivery.
+    std::erase_if(worker.undelivered, [&](uint64_t task) { return tasks_.at(task).done; });
+  }
+  LogLine(absl::StrCat("recovered from ", path, " (", replay.size(), " records): ", jobs_.size(), " jobs, ",
+                       unfinished, " unfinished iterations, ", workers_.size(),
+                       " workers awaited (their heartbeats within ", worker_timeout_.count(), " ms)"));
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::CommitLocked(const JournalEvent& event) {
+  if (journal_ != nullptr && !replaying_) {
+    if (absl::Status written = journal_->Append(EncodeJournalEvent(event)); !written.ok()) {
+      LogLine(std::string(written.message()));
+      return written;
+    }
+  }
+  return ApplyLocked(event);
+}
+
+absl::StatusOr<uint64_t> Dispatcher::NewIdLocked() {
+  if (journal_ != nullptr && next_id_ >= reserved_until_) {
+    JournalEvent reserve;
+    reserve.kind = JournalEventKind::kIdsReserved;
+    reserve.id = next_id_ + kIdBlock;
+    if (absl::Status s = CommitLocked(reserve); !s.ok()) return s;
+  }
+  return next_id_++;
+}
+
+absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
+  auto missing = [&](absl::string_view what, uint64_t id) {
+    return absl::FailedPreconditionError(absl::StrCat("names ", what, " ", id, ", which does not exist"));
+  };
+  switch (event.kind) {
+    case JournalEventKind::kIdsReserved:
+      reserved_until_ = std::max(reserved_until_, event.id);
+      return absl::OkStatus();
+    case JournalEventKind::kJobCreated: {
+      absl::StatusOr<GraphNode> graph = ParseGraph(event.graph);
+      if (!graph.ok()) return graph.status();
+      std::optional<SplittableSource> source;
+      if (event.mode == ProcessingMode::kDistributedEpoch) {
+        absl::StatusOr<SplittableSource> found = FindSplittableSource(*graph);
+        if (!found.ok()) return found.status();
+        source = std::move(*found);
+      }
+      Job& created = jobs_[event.id];
+      created.id = event.id;
+      created.name = event.name;
+      created.graph = event.graph;
+      created.element_type = graph->element_type;
+      created.fingerprint = Fingerprint(*graph);
+      created.mode = event.mode;
+      created.source = std::move(source);
+      if (!created.name.empty()) jobs_by_name_[created.name] = event.id;
+      next_id_ = std::max(next_id_, event.id + 1);
+      std::string line =
+          absl::StrCat(JobLabel(created), " created: ", ProcessingModeName(created.mode), ", yields ",
+                       created.element_type, ", fingerprint ", FingerprintHex(created.fingerprint));
+      if (created.source) {
+        absl::StrAppend(&line, ", splits ", created.source->op, " at ", created.source->path_text, " (",
+                        created.source->units, created.source->files ? " files)" : " elements)");
+      }
+      LogLine(line);
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kIterationStarted: {
+      auto job = jobs_.find(event.job_id);
+      if (job == jobs_.end()) return missing("job", event.job_id);
+      job->second.iterations[event.iteration];
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kWorkerRegistered: {
+      Worker& worker = workers_[event.id];
+      worker.id = event.id;
+      worker.address = event.address;
+      worker.last_seen = now_();
+      next_id_ = std::max(next_id_, event.id + 1);
+      LogLine(absl::StrCat("worker ", event.id, " joined from ", event.address));
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kTaskCreated: {
+      auto job = jobs_.find(event.job_id);
+      if (job == jobs_.end()) return missing("job", event.job_id);
+      auto iteration = job->second.iterations.find(event.iteration);
+      if (iteration == job->second.iterations.end()) return missing("iteration", event.iteration);
+      TaskRecord& task = tasks_[event.id];
+      task.id = event.id;
+      task.job_id = event.job_id;
+      task.iteration = event.iteration;
+      task.worker_id = event.worker_id;
+      iteration->second.tasks.push_back(event.id);
+      auto worker = workers_.find(event.worker_id);
+      if (worker != workers_.end()) worker->second.undelivered.push_back(event.id);
+      next_id_ = std::max(next_id_, event.id + 1);
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kTaskFinished:
+      ApplyTaskFinishedLocked(event);
+      return absl::OkStatus();
+    case JournalEventKind::kWorkerDropped:
+      ApplyDropWorkerLocked(event.id, event.address);
+      return absl::OkStatus();
+    case JournalEventKind::kIterationCancelled: {
+      auto job = jobs_.find(event.job_id);
+      if (job == jobs_.end()) return missing("job", event.job_id);
+      ApplyCancelIterationLocked(job->second, event.iteration, event.address);
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kSplitGiven: {
+      auto task = tasks_.find(event.id);
+      if (task == tasks_.end()) return missing("task", event.id);
+      if (event.split_index != task->second.splits.size()) {
+        return absl::FailedPreconditionError(absl::StrCat("split ", event.split_index, " of task ", event.id,
+                                                          " follows ", task->second.splits.size(),
+                                                          " splits"));
+      }
+      task->second.splits.emplace_back(event.begin, event.end);
+      Iteration& iteration = jobs_.at(task->second.job_id).iterations[task->second.iteration];
+      iteration.next_split = std::max(iteration.next_split, static_cast<int64_t>(event.end));
+      return absl::OkStatus();
+    }
+    case JournalEventKind::kUnspecified:
+      break;
+  }
+  return absl::InvalidArgumentError("an event of unspecified kind");
 }
 
 absl::StatusOr<GetOrCreateJobResponse> Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& request) {
@@ -73,55 +269,55 @@ absl::StatusOr<GetOrCreateJobResponse> Dispatcher::GetOrCreateJob(const GetOrCre
                        "; this consumer's is ", FingerprintHex(fingerprint), ")"));
     }
   } else {
-    std::optional<SplittableSource> source;
+    // Refused here, before anything is journaled.
     if (request.mode == ProcessingMode::kDistributedEpoch) {
-      absl::StatusOr<SplittableSource> found = FindSplittableSource(*graph);
-      if (!found.ok()) return found.status();
-      source = std::move(*found);
+      if (absl::StatusOr<SplittableSource> found = FindSplittableSource(*graph); !found.ok()) {
+        return found.status();
+      }
     }
-    const uint64_t id = next_id_++;
-    Job& created = jobs_[id];
-    created.id = id;
+    absl::StatusOr<uint64_t> id = NewIdLocked();
+    if (!id.ok()) return id.status();
+    JournalEvent created;
+    created.kind = JournalEventKind::kJobCreated;
+    created.id = *id;
     created.name = request.job_name;
     created.graph = request.graph;
-    created.element_type = graph->element_type;
-    created.fingerprint = fingerprint;
     created.mode = request.mode;
-    created.source = std::move(source);
-    if (!created.name.empty()) jobs_by_name_[created.name] = id;
-    job = &created;
-    std::string line =
-        absl::StrCat(JobLabel(created), " created: ", ProcessingModeName(created.mode), ", yields ",
-                     created.element_type, ", fingerprint ", FingerprintHex(fingerprint));
-    if (created.source) {
-      absl::StrAppend(&line, ", splits ", created.source->op, " at ", created.source->path_text, " (",
-                      created.source->units, created.source->files ? " files)" : " elements)");
-    }
-    LogLine(line);
+    if (absl::Status s = CommitLocked(created); !s.ok()) return s;
+    job = &jobs_.at(*id);
   }
   if (!job->iterations.contains(request.iteration)) {
-    job->iterations[request.iteration];
-    for (auto& [id, worker] : workers_) AddTaskLocked(*job, request.iteration, worker);
+    JournalEvent started;
+    started.kind = JournalEventKind::kIterationStarted;
+    started.job_id = job->id;
+    started.iteration = request.iteration;
+    if (absl::Status s = CommitLocked(started); !s.ok()) return s;
+    for (auto& [id, worker] : workers_) {
+      if (absl::Status s = AddTaskLocked(*job, request.iteration, worker); !s.ok()) return s;
+    }
     LogLine(absl::StrCat(JobLabel(*job), " iteration ", request.iteration, " started with ",
                          job->iterations[request.iteration].tasks.size(), " tasks"));
   }
+  absl::StatusOr<uint64_t> client_id = NewIdLocked();
+  if (!client_id.ok()) return client_id.status();
   GetOrCreateJobResponse response;
   response.job_id = job->id;
-  response.job_client_id = next_id_++;
+  response.job_client_id = *client_id;
   Iteration& iteration = job->iterations[request.iteration];
   if (!iteration.finished) iteration.clients[response.job_client_id] = now;
   return response;
 }
 
-void Dispatcher::AddTaskLocked(Job& job, uint64_t iteration, Worker& worker) {
-  const uint64_t id = next_id_++;
-  TaskRecord& task = tasks_[id];
-  task.id = id;
-  task.job_id = job.id;
-  task.iteration = iteration;
-  task.worker_id = worker.id;
-  job.iterations[iteration].tasks.push_back(id);
-  worker.undelivered.push_back(id);
+absl::Status Dispatcher::AddTaskLocked(const Job& job, uint64_t iteration, const Worker& worker) {
+  absl::StatusOr<uint64_t> id = NewIdLocked();
+  if (!id.ok()) return id.status();
+  JournalEvent created;
+  created.kind = JournalEventKind::kTaskCreated;
+  created.id = *id;
+  created.job_id = job.id;
+  created.iteration = iteration;
+  created.worker_id = worker.id;
+  return CommitLocked(created);
 }
 
 void Dispatcher::MaybeFinishLocked(Job& job, uint64_t iteration) {
@@ -131,24 +327,48 @@ void Dispatcher::MaybeFinishLocked(Job& job, uint64_t iteration) {
     if (!tasks_.at(id).done) return;
   }
   it.finished = true;
+  it.clients.clear();
   LogLine(absl::StrCat(JobLabel(job), " iteration ", iteration, it.error.ok() ? " finished" : " failed"));
 }
 
-void Dispatcher::DropWorkerLocked(std::map<uint64_t, Worker>::iterator worker, const std::string& why) {
+void Dispatcher::ApplyTaskFinishedLocked(const JournalEvent& event) {
+  auto t = tasks_.find(event.id);
+  if (t == tasks_.end() || t->second.done) return;
+  t->second.done = true;
+  Job& job = jobs_.at(t->second.job_id);
+  if (!event.error.ok()) {
+    Iteration& it = job.iterations[t->second.iteration];
+    if (it.error.ok()) {
+      auto worker = workers_.find(event.worker_id);
+      const std::string where =
+          worker != workers_.end() ? worker->second.address : absl::StrCat("worker ", event.worker_id);
+      it.error = absl::Status(event.error.code(), absl::StrCat(JobLabel(job), " failed on worker ", where,
+                                                               ": ", event.error.message()));
+      LogLine(std::string(it.error.message()));
+    }
+    // One failed task fails the iteration: the others' elements would be an incomplete epoch.
+    for (uint64_t id : it.tasks) tasks_.at(id).done = true;
+  }
+  MaybeFinishLocked(job, t->second.iteration);
+}
+
+void Dispatcher::ApplyDropWorkerLocked(uint64_t worker_id, const std::string& why) {
+  auto worker = workers_.find(worker_id);
+  if (worker == workers_.end()) return;
   int lost = 0;
   for (auto& [id, task] : tasks_) {
-    if (task.worker_id != worker->first || task.done) continue;
+    if (task.worker_id != worker_id || task.done) continue;
     task.done = true;
     task.lost = true;
     ++lost;
     MaybeFinishLocked(jobs_.at(task.job_id), task.iteration);
   }
-  LogLine(absl::StrCat("worker ", worker->first, " at ", worker->second.address, " left (", why, "); ", lost,
+  LogLine(absl::StrCat("worker ", worker_id, " at ", worker->second.address, " left (", why, "); ", lost,
                        " unfinished tasks end"));
   workers_.erase(worker);
 }
 
-void Dispatcher::CancelIterationLocked(Job& job, uint64_t iteration, const std::string& why) {
+void Dispatcher::ApplyCancelIterationLocked(Job& job, uint64_t iteration, const std::string& why) {
   auto it = job.iterations.find(iteration);
   if (it == job.iterations.end()) return;
   int cancelled = 0;
@@ -185,18 +405,26 @@ void Dispatcher::ExpireClientsLocked(Clock::time_point now) {
     }
   }
   for (const auto& [job_id, k] : abandoned) {
-    CancelIterationLocked(jobs_.at(job_id), k,
-                          absl::StrCat("its consumers were silent for ", client_timeout_.count(), " ms"));
+    JournalEvent cancelled;
+    cancelled.kind = JournalEventKind::kIterationCancelled;
+    cancelled.job_id = job_id;
+    cancelled.iteration = k;
+    cancelled.address = absl::StrCat("its consumers were silent for ", client_timeout_.count(), " ms");
+    (void)CommitLocked(cancelled);  // a journal failure is logged; the next request tries again
   }
 }
 
 void Dispatcher::ExpireWorkersLocked(Clock::time_point now) {
-  for (auto it = workers_.begin(); it != workers_.end();) {
-    auto next = std::next(it);
-    if (now - it->second.last_seen > worker_timeout_) {
-      DropWorkerLocked(it, absl::StrCat("no heartbeat for ", worker_timeout_.count(), " ms"));
-    }
-    it = next;
+  std::vector<uint64_t> silent;
+  for (const auto& [id, worker] : workers_) {
+    if (now - worker.last_seen > worker_timeout_) silent.push_back(id);
+  }
+  for (uint64_t id : silent) {
+    JournalEvent dropped;
+    dropped.kind = JournalEventKind::kWorkerDropped;
+    dropped.id = id;
+    dropped.address = absl::StrCat("no heartbeat for ", worker_timeout_.count(), " ms");
+    (void)CommitLocked(dropped);
   }
 }
 
@@ -205,18 +433,21 @@ absl::StatusOr<RegisterWorkerResponse> Dispatcher::RegisterWorker(const Register
   std::lock_guard<std::mutex> lock(mu_);
   const Clock::time_point now = now_();
   ExpireLocked(now);
-  const uint64_t id = next_id_++;
-  Worker& worker = workers_[id];
-  worker.id = id;
-  worker.address = request.address;
-  worker.last_seen = now;
+  absl::StatusOr<uint64_t> id = NewIdLocked();
+  if (!id.ok()) return id.status();
+  JournalEvent registered;
+  registered.kind = JournalEventKind::kWorkerRegistered;
+  registered.id = *id;
+  registered.address = request.address;
+  if (absl::Status s = CommitLocked(registered); !s.ok()) return s;
+  const Worker& worker = workers_.at(*id);
   for (auto& [job_id, job] : jobs_) {
     for (auto& [k, iteration] : job.iterations) {
-      if (!iteration.finished) AddTaskLocked(job, k, worker);
+      if (iteration.finished) continue;
+      if (absl::Status s = AddTaskLocked(job, k, worker); !s.ok()) return s;
     }
   }
-  LogLine(absl::StrCat("worker ", id, " joined from ", request.address));
-  return RegisterWorkerResponse{id};
+  return RegisterWorkerResponse{*id};
 }
 
 absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
@@ -231,26 +462,25 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
   for (const TaskReport& report : request.reports) {
     auto t = tasks_.find(report.task_id);
     if (t == tasks_.end() || t->second.worker_id != request.worker_id || t->second.done) continue;
-    t->second.done = true;
-    Job& job = jobs_.at(t->second.job_id);
-    if (!report.error.ok()) {
-      Iteration& it = job.iterations[t->second.iteration];
-      if (it.error.ok()) {
-        it.error =
-            absl::Status(report.error.code(), absl::StrCat(JobLabel(job), " failed on worker ",
-                                                           w->second.address, ": ", report.error.message()));
-        LogLine(std::string(it.error.message()));
-      }
-      // One failed task fails the iteration: the others' elements would be an
-      // incomplete epoch.
-      for (uint64_t id : it.tasks) tasks_.at(id).done = true;
-    }
-    MaybeFinishLocked(job, t->second.iteration);
+    JournalEvent finished;
+    finished.kind = JournalEventKind::kTaskFinished;
+    finished.id = report.task_id;
+    finished.worker_id = request.worker_id;
+    finished.error = report.error;
+    if (absl::Status s = CommitLocked(finished); !s.ok()) return s;
   }
   WorkerHeartbeatResponse response;
   if (request.leaving) {
-    DropWorkerLocked(w, "stopping");
+    JournalEvent dropped;
+    dropped.kind = JournalEventKind::kWorkerDropped;
+    dropped.id = request.worker_id;
+    dropped.address = "stopping";
+    if (absl::Status s = CommitLocked(dropped); !s.ok()) return s;
     return response;
+  }
+  w = workers_.find(request.worker_id);
+  if (w == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", request.worker_id, "; register again"));
   }
   for (uint64_t id : w->second.undelivered) {
     const TaskRecord& task = tasks_.at(id);
@@ -260,6 +490,14 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
   w->second.undelivered.clear();
   response.cancelled_tasks = std::move(w->second.cancelled);
   w->second.cancelled.clear();
+  for (uint64_t id : request.current_tasks) {
+    auto t = tasks_.find(id);
+    const bool stray = t == tasks_.end() || t->second.worker_id != request.worker_id;
+    if (stray && std::find(response.cancelled_tasks.begin(), response.cancelled_tasks.end(), id) ==
+                     response.cancelled_tasks.end()) {
+      response.cancelled_tasks.push_back(id);
+    }
+  }
   return response;
 }
 
@@ -272,15 +510,33 @@ absl::StatusOr<GetSplitResponse> Dispatcher::GetSplit(const GetSplitRequest& req
     return absl::FailedPreconditionError(
         absl::StrCat("GetSplit: ", JobLabel(job), " is not distributed_epoch"));
   }
-  Iteration& it = job.iterations[t->second.iteration];
   GetSplitResponse response;
+  const std::vector<std::pair<uint64_t, uint64_t>>& given = t->second.splits;
+  if (request.split_index < given.size()) {  // a retry: the same split again
+    response.begin = given[request.split_index].first;
+    response.end = given[request.split_index].second;
+    return response;
+  }
+  if (request.split_index > given.size()) {
+    return absl::FailedPreconditionError(absl::StrCat("GetSplit: task ", request.task_id, " asked for split ",
+                                                      request.split_index, " after ", given.size(),
+                                                      " splits"));
+  }
+  Iteration& it = job.iterations[t->second.iteration];
   if (it.next_split >= job.source->units || !it.error.ok() || t->second.done) {
     response.end_of_splits = true;
     return response;
   }
-  response.begin = static_cast<uint64_t>(it.next_split);
-  it.next_split += std::min(job.source->chunk, job.source->units - it.next_split);  // never past units
-  response.end = static_cast<uint64_t>(it.next_split);
+  JournalEvent split;
+  split.kind = JournalEventKind::kSplitGiven;
+  split.id = request.task_id;
+  split.split_index = request.split_index;
+  split.begin = static_cast<uint64_t>(it.next_split);
+  split.end =
+      static_cast<uint64_t>(it.next_split + std::min(job.source->chunk, job.source->units - it.next_split));
+  if (absl::Status s = CommitLocked(split); !s.ok()) return s;
+  response.begin = split.begin;
+  response.end = split.end;
   return response;
 }
 
@@ -295,17 +551,24 @@ absl::StatusOr<ClientHeartbeatResponse> Dispatcher::ClientHeartbeat(const Client
       if (request.releasing) {
         it->second.clients.erase(request.job_client_id);
         if (it->second.clients.empty()) {
-          CancelIterationLocked(j->second, request.iteration,
-                                absl::StrCat("its last consumer, ", request.job_client_id, ", left"));
+          JournalEvent cancelled;
+          cancelled.kind = JournalEventKind::kIterationCancelled;
+          cancelled.job_id = request.job_id;
+          cancelled.iteration = request.iteration;
+          cancelled.address = absl::StrCat("its last consumer, ", request.job_client_id, ", left");
+          if (absl::Status s = CommitLocked(cancelled); !s.ok()) return s;
         }
       } else {
         it->second.clients[request.job_client_id] = now;  // also a consumer dropped while others stayed
+        it->second.clients.erase(0);  // a consumer is back: the restart's placeholder has served
       }
     }
   }
   ExpireLocked(now);
   if (j == jobs_.end())
-    return absl::NotFoundError(absl::StrCat("ClientHeartbeat: unknown job ", request.job_id));
+    return absl::NotFoundError(
+        absl::StrCat("ClientHeartbeat: unknown job ", request.job_id,
+                     " (a dispatcher restarted without a work folder forgets its jobs)"));
   auto it = j->second.iterations.find(request.iteration);
   if (it == j->second.iterations.end()) {
     return absl::NotFoundError(

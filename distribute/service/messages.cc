@@ -390,6 +390,7 @@ std::string EncodeWorkerHeartbeatRequest(const WorkerHeartbeatRequest& message) 
   AppendVarintField(&out, 1, message.worker_id);
   for (const TaskReport& report : message.reports) wire::AppendBytesField(&out, 2, EncodeTaskReport(report));
   AppendVarintField(&out, 3, message.leaving ? 1 : 0);
+  AppendPackedVarintsField(&out, 4, message.current_tasks);
   return out;
 }
 
@@ -402,6 +403,7 @@ absl::StatusOr<WorkerHeartbeatRequest> DecodeWorkerHeartbeatRequest(std::string_
         if (field == 1) return ReadVarintInto(kName, r, field, type, &message.worker_id);
         if (field == 2) return ReadMessageInto(kName, r, field, type, &message.reports, &DecodeTaskReport);
         if (field == 3) return ReadVarintInto(kName, r, field, type, &leaving);
+        if (field == 4) return ReadRepeatedVarintsInto(kName, r, field, type, &message.current_tasks);
         return false;
       });
   if (!read.ok()) return read;
@@ -432,6 +434,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DecodeWorkerHeartbeatResponse(std::strin
 std::string EncodeGetSplitRequest(const GetSplitRequest& message) {
   std::string out;
   AppendVarintField(&out, 1, message.task_id);
+  AppendVarintField(&out, 2, message.split_index);
   return out;
 }
 
@@ -441,6 +444,7 @@ absl::StatusOr<GetSplitRequest> DecodeGetSplitRequest(std::string_view bytes) {
   absl::Status read =
       ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
         if (field == 1) return ReadVarintInto(kName, r, field, type, &message.task_id);
+        if (field == 2) return ReadVarintInto(kName, r, field, type, &message.split_index);
         return false;
       });
   if (!read.ok()) return read;
@@ -613,6 +617,73 @@ absl::StatusOr<AgreementAbandonRequest> DecodeAgreementAbandonRequest(std::strin
   }
   message.num_workers = static_cast<uint32_t>(num_workers);
   message.worker = static_cast<uint32_t>(worker);
+  return message;
+}
+
+std::string EncodeJournalEvent(const JournalEvent& message) {
+  std::string out;
+  AppendVarintField(&out, 1, static_cast<uint64_t>(message.kind));
+  AppendVarintField(&out, 2, message.id);
+  AppendVarintField(&out, 3, message.job_id);
+  AppendVarintField(&out, 4, message.iteration);
+  AppendVarintField(&out, 5, message.worker_id);
+  AppendStringField(&out, 6, message.name);
+  AppendStringField(&out, 7, message.graph);
+  AppendVarintField(&out, 8, static_cast<uint64_t>(message.mode));
+  AppendStringField(&out, 9, message.address);
+  AppendStatusField(&out, 10, message.error);
+  AppendVarintField(&out, 11, message.split_index);
+  AppendVarintField(&out, 12, message.begin);
+  AppendVarintField(&out, 13, message.end);
+  return out;
+}
+
+absl::StatusOr<JournalEvent> DecodeJournalEvent(std::string_view bytes) {
+  constexpr absl::string_view kName = "JournalEvent";
+  JournalEvent message;
+  uint64_t kind = 0;
+  uint64_t mode = 0;
+  absl::Status read =
+      ReadFields(kName, bytes, [&](wire::Reader& r, uint32_t field, uint32_t type) -> absl::StatusOr<bool> {
+        switch (field) {
+          case 1:
+            return ReadVarintInto(kName, r, field, type, &kind);
+          case 2:
+            return ReadVarintInto(kName, r, field, type, &message.id);
+          case 3:
+            return ReadVarintInto(kName, r, field, type, &message.job_id);
+          case 4:
+            return ReadVarintInto(kName, r, field, type, &message.iteration);
+          case 5:
+            return ReadVarintInto(kName, r, field, type, &message.worker_id);
+          case 6:
+            return ReadBytesInto(kName, r, field, type, &message.name);
+          case 7:
+            return ReadBytesInto(kName, r, field, type, &message.graph);
+          case 8:
+            return ReadVarintInto(kName, r, field, type, &mode);
+          case 9:
+            return ReadBytesInto(kName, r, field, type, &message.address);
+          case 10:
+            return ReadStatusInto(kName, r, field, type, &message.error);
+          case 11:
+            return ReadVarintInto(kName, r, field, type, &message.split_index);
+          case 12:
+            return ReadVarintInto(kName, r, field, type, &message.begin);
+          case 13:
+            return ReadVarintInto(kName, r, field, type, &message.end);
+          default:
+            return false;
+        }
+      });
+  if (!read.ok()) return read;
+  if (kind == 0 || kind > static_cast<uint64_t>(JournalEventKind::kSplitGiven)) {
+    return absl::InvalidArgumentError(absl::StrCat(kName, ": unknown kind ", kind));
+  }
+  message.kind = static_cast<JournalEventKind>(kind);
+  absl::StatusOr<ProcessingMode> checked = ModeFromWire(kName, mode);
+  if (!checked.ok()) return checked.status();
+  message.mode = *checked;
   return message;
 }
 

@@ -81,6 +81,9 @@ struct WorkerHeartbeatRequest {
   uint64_t worker_id = 0;
   std::vector<TaskReport> reports;
   bool leaving = false;  // the worker is stopping: drop it now, its unfinished tasks end
+  // Every task the worker holds (running or not yet drained): the answer cancels those the dispatcher no
+  // longer knows (a dispatcher restarted without its journal, or an iteration cancelled meanwhile).
+  std::vector<uint64_t> current_tasks;
 };
 struct TaskDef {
   uint64_t task_id = 0;
@@ -98,6 +101,9 @@ struct WorkerHeartbeatResponse {
 // source (elements of a Range or FromVector, files of a file source), or the end of the splits.
 struct GetSplitRequest {
   uint64_t task_id = 0;
+  // Which of the task's splits this is (0, 1, ...): asking again for one already handed out (a retry after
+  // the answer was lost, or after the dispatcher restarted) gives the same split again.
+  uint64_t split_index = 0;
 };
 struct GetSplitResponse {
   uint64_t begin = 0;
@@ -142,6 +148,38 @@ struct AgreementAbandonRequest {
   uint32_t worker = 0;
   uint64_t epoch = 0;
 };
+
+// The dispatcher's journal (distribute/service/journal.h): one event per state change, replayed on
+// restart. Which fields a kind uses is listed beside it.
+enum class JournalEventKind : uint32_t {
+  kUnspecified = 0,
+  kIdsReserved = 1,         // id: ids below it may be in use (reserved in blocks)
+  kJobCreated = 2,          // id, name, graph, mode
+  kIterationStarted = 3,    // job_id, iteration
+  kWorkerRegistered = 4,    // id, address
+  kTaskCreated = 5,         // id, job_id, iteration, worker_id
+  kTaskFinished = 6,        // id, worker_id, error (OK: every element handed out)
+  kWorkerDropped = 7,       // id, address (why)
+  kIterationCancelled = 8,  // job_id, iteration, address (why)
+  kSplitGiven = 9,          // id (the task), split_index, begin, end
+};
+struct JournalEvent {
+  JournalEventKind kind = JournalEventKind::kUnspecified;
+  uint64_t id = 0;
+  uint64_t job_id = 0;
+  uint64_t iteration = 0;
+  uint64_t worker_id = 0;
+  std::string name;
+  std::string graph;
+  ProcessingMode mode = ProcessingMode::kUnspecified;
+  std::string address;
+  absl::Status error;
+  uint64_t split_index = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+std::string EncodeJournalEvent(const JournalEvent& message);
+absl::StatusOr<JournalEvent> DecodeJournalEvent(std::string_view bytes);
 
 std::string EncodeAgreementRoundRequest(const AgreementRoundRequest& message);
 absl::StatusOr<AgreementRoundRequest> DecodeAgreementRoundRequest(std::string_view bytes);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "distribute/service/address.h"
 #include "distribute/service/client.h"
+#include "distribute/service/dispatcher_link.h"
 #include "distribute/service/messages.h"
 #include "sluice/distribute/service.h"
 #include "sluice/engine/async_event.h"
@@ -28,6 +29,7 @@ constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(200);
 constexpr auto kMaxIdleSleep = std::chrono::milliseconds(20);
 // How long a reader's goodbye to the dispatcher may hold up its iterator's destruction.
 constexpr auto kReleaseTimeout = std::chrono::milliseconds(1000);
+constexpr auto kReconnectTimeout = std::chrono::milliseconds(1000);
 
 void SleepFor(std::stop_token stop, std::chrono::milliseconds duration) {
   std::mutex mu;
@@ -69,7 +71,7 @@ struct ServiceReader::Impl {
   // the dispatcher must still hear from it).
   int64_t Reserve(std::stop_token stop);
   // Tells the dispatcher this consumer is done with the iteration (bounded by kReleaseTimeout).
-  void Release(Client* dispatcher, uint64_t job_id, uint64_t job_client_id);
+  void Release(DispatcherLink* dispatcher, uint64_t job_id, uint64_t job_client_id);
 
   const std::string graph;
   const std::string element_type;
@@ -111,10 +113,10 @@ void ServiceReader::Impl::Deliver(std::deque<absl::StatusOr<std::string>> items,
   if (any) ready.Set();
 }
 
-void ServiceReader::Impl::Release(Client* dispatcher, uint64_t job_id, uint64_t job_client_id) {
+void ServiceReader::Impl::Release(DispatcherLink* dispatcher, uint64_t job_id, uint64_t job_client_id) {
   // The reader's own stop token is usually set by now (its iterator is going), hence CallWithin.
   ClientHeartbeatRequest request{job_id, static_cast<uint64_t>(iteration), job_client_id, /*releasing=*/true};
-  absl::StatusOr<Frame> answer = CallWithin(*dispatcher, FrameKind::kClientHeartbeat,
+  absl::StatusOr<Frame> answer = CallWithin(*dispatcher->client(), FrameKind::kClientHeartbeat,
                                             EncodeClientHeartbeatRequest(request), kReleaseTimeout);
   (void)answer;  // best effort: a consumer that cannot say goodbye times out at the dispatcher
 }
@@ -124,7 +126,14 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
   absl::StatusOr<HostPort> address = ParseHostPort(options.dispatcher_address);
   if (!address.ok())
     return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": ", address.status().message())));
-  absl::StatusOr<std::unique_ptr<Client>> dispatcher = Client::Connect(address->host, address->port);
+  const auto dispatcher_timeout =
+      std::chrono::milliseconds(std::max<int64_t>(1, options.dispatcher_timeout_ms));
+  ClientOptions dispatcher_options;
+  // A reconnect attempt holds up the reading of elements at most this long.
+  dispatcher_options.connect_timeout =
+      std::min<std::chrono::milliseconds>(dispatcher_timeout, kReconnectTimeout);
+  absl::StatusOr<std::unique_ptr<DispatcherLink>> dispatcher =
+      DispatcherLink::Connect(options.dispatcher_address, dispatcher_options);
   if (!dispatcher.ok()) return Fail(dispatcher.status());
 
   GetOrCreateJobRequest job_request;
@@ -134,7 +143,7 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
   job_request.iteration = static_cast<uint64_t>(iteration);
   if (options.job_name.empty()) job_request.job_id = anonymous_job->load();
   absl::StatusOr<Frame> frame = SyncWait(
-      (*dispatcher)->Call(FrameKind::kGetOrCreateJob, EncodeGetOrCreateJobRequest(job_request)), stop);
+      (*dispatcher)->CallOnce(FrameKind::kGetOrCreateJob, EncodeGetOrCreateJobRequest(job_request)), stop);
   absl::StatusOr<GetOrCreateJobResponse> job = frame.ok()
                                                    ? DecodeGetOrCreateJobResponse(frame->payload)
                                                    : absl::StatusOr<GetOrCreateJobResponse>(frame.status());
@@ -145,7 +154,7 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
   if (options.job_name.empty()) anonymous_job->store(job->job_id);
   struct Goodbye {
     Impl* impl;
-    Client* dispatcher;
+    DispatcherLink* dispatcher;
     uint64_t job_id;
     uint64_t job_client_id;
     ~Goodbye() { impl->Release(dispatcher, job_id, job_client_id); }
@@ -159,6 +168,8 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
   std::map<std::string, std::unique_ptr<Client>> workers;
   bool finished = false;
   auto last_heartbeat = std::chrono::steady_clock::time_point{};
+  bool lost = false;  // the dispatcher is unreachable, since lost_since
+  auto lost_since = std::chrono::steady_clock::time_point{};
   auto next_task = tasks.end();
   int empty_answers = 0;  // in a row, across tasks
   auto idle_sleep = std::chrono::milliseconds(1);
@@ -172,11 +183,26 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
       ClientHeartbeatRequest request{job->job_id, static_cast<uint64_t>(iteration), job->job_client_id,
                                      false};
       absl::StatusOr<Frame> beat = SyncWait(
-          (*dispatcher)->Call(FrameKind::kClientHeartbeat, EncodeClientHeartbeatRequest(request)), stop);
+          (*dispatcher)->CallOnce(FrameKind::kClientHeartbeat, EncodeClientHeartbeatRequest(request)), stop);
       absl::StatusOr<ClientHeartbeatResponse> response =
           beat.ok() ? DecodeClientHeartbeatResponse(beat->payload)
                     : absl::StatusOr<ClientHeartbeatResponse>(beat.status());
       if (stop.stop_requested()) return;
+      if (!response.ok() && !(*dispatcher)->connected()) {
+        // The dispatcher is gone (restarting?): keep reading the tasks already known, and reconnect.
+        const auto now = std::chrono::steady_clock::now();
+        if (!lost) lost_since = now;
+        lost = true;
+        if (now - lost_since > dispatcher_timeout) {
+          return Fail(
+              absl::UnavailableError(absl::StrCat(where, ": unreachable for ", options.dispatcher_timeout_ms,
+                                                  " ms: ", response.status().message())));
+        }
+        (void)(*dispatcher)->Reconnect();  // the next heartbeat tells whether it worked
+        last_heartbeat = now;
+        continue;
+      }
+      lost = false;
       if (!response.ok())
         return Fail(
             absl::Status(response.status().code(), absl::StrCat(where, ": ", response.status().message())));

@@ -3,10 +3,12 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "distribute/service/agreement_registry.h"
 #include "distribute/service/dispatcher.h"
+#include "distribute/service/journal.h"
 #include "distribute/service/server.h"
 #include "distribute/service/worker.h"
 #include "sluice/distribute/service.h"
@@ -49,6 +51,14 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(Dispat
   auto impl = std::make_unique<Impl>();
   impl->dispatcher = std::make_unique<Dispatcher>(config.worker_timeout_ms, config.log,
                                                   &Dispatcher::Clock::now, config.client_timeout_ms);
+  if (!config.work_dir.empty()) {
+    std::vector<std::string> replay;
+    std::string note;
+    absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(config.work_dir, &replay, &note);
+    if (!journal.ok()) return journal.status();
+    if (!note.empty() && config.log) config.log(note);
+    if (absl::Status s = impl->dispatcher->Recover(*std::move(journal), replay); !s.ok()) return s;
+  }
   impl->agreements = std::make_unique<AgreementRegistry>();
   Dispatcher* raw = impl->dispatcher.get();
   AgreementRegistry* agreements = impl->agreements.get();

@@ -17,6 +17,7 @@
 #include "distribute/service/address.h"
 #include "distribute/service/client.h"
 #include "distribute/service/cpu_shares.h"
+#include "distribute/service/dispatcher_link.h"
 #include "distribute/service/messages.h"
 #include "distribute/service/server.h"
 #include "distribute/service/split_source.h"
@@ -31,6 +32,8 @@
 
 namespace sluice::service {
 namespace {
+
+constexpr const char* kWhyCancelled = "its consumers left, or it restarted without a work folder";
 
 // One task's pipeline output, between its producer thread and GetElements.
 struct WorkerTask {
@@ -58,8 +61,9 @@ Task<absl::StatusOr<std::optional<std::string>>> NextOf(Iterator<std::string>* i
 class DispatcherSplitFeed final : public SplitFeed {
  public:
   // `dispatcher` outlives the feed: the worker joins its producers (whose pipelines own the feed) before
-  // closing the client.
-  DispatcherSplitFeed(Client* dispatcher, uint64_t task_id, SplittableSource source, GraphNode source_node)
+  // closing the link.
+  DispatcherSplitFeed(DispatcherLink* dispatcher, uint64_t task_id, SplittableSource source,
+                      GraphNode source_node)
       : dispatcher_(dispatcher),
         task_id_(task_id),
         source_(std::move(source)),
@@ -77,7 +81,7 @@ class DispatcherSplitFeed final : public SplitFeed {
       std::lock_guard<std::mutex> lock(mu_);
       response = std::move(slot_);
     } else {
-      Task<absl::StatusOr<GetSplitResponse>> fetch = Fetch(dispatcher_, task_id_);
+      Task<absl::StatusOr<GetSplitResponse>> fetch = Fetch(dispatcher_, task_id_, next_index_++);
       response = co_await std::move(fetch);
     }
     if (!response.ok()) co_return response.status();
@@ -95,8 +99,10 @@ class DispatcherSplitFeed final : public SplitFeed {
   }
 
  private:
-  static Task<absl::StatusOr<GetSplitResponse>> Fetch(Client* dispatcher, uint64_t task_id) {
-    std::string payload = EncodeGetSplitRequest(GetSplitRequest{task_id});
+  // Repeated across dispatcher restarts: split `index` is the same split however often it is asked for.
+  static Task<absl::StatusOr<GetSplitResponse>> Fetch(DispatcherLink* dispatcher, uint64_t task_id,
+                                                      uint64_t index) {
+    std::string payload = EncodeGetSplitRequest(GetSplitRequest{task_id, index});
     Task<absl::StatusOr<Frame>> call = dispatcher->Call(FrameKind::kGetSplit, std::move(payload));
     absl::StatusOr<Frame> frame = co_await std::move(call);
     if (!frame.ok()) {
@@ -108,7 +114,8 @@ class DispatcherSplitFeed final : public SplitFeed {
 
   // `feed` outlives the task: its scope joins the task before the feed goes.
   static Task<void> Prefetch(DispatcherSplitFeed* feed) {
-    Task<absl::StatusOr<GetSplitResponse>> fetch = Fetch(feed->dispatcher_, feed->task_id_);
+    Task<absl::StatusOr<GetSplitResponse>> fetch =
+        Fetch(feed->dispatcher_, feed->task_id_, feed->next_index_++);
     absl::StatusOr<GetSplitResponse> response = co_await std::move(fetch);
     {
       std::lock_guard<std::mutex> lock(feed->mu_);
@@ -117,8 +124,9 @@ class DispatcherSplitFeed final : public SplitFeed {
     feed->prefetched_.Set();
   }
 
-  Client* dispatcher_;
+  DispatcherLink* dispatcher_;
   uint64_t task_id_;
+  uint64_t next_index_ = 0;  // the split asked for next; Next() and its one prefetch take turns
   SplittableSource source_;
   GraphNode source_node_;
   bool prefetching_ = false;  // Next() only (one consumer)
@@ -155,7 +163,7 @@ struct Worker::Impl {
   std::unique_ptr<ThreadPool> pool;
   CpuShares cpu_shares{config.threads};
   std::unique_ptr<Server> server;
-  std::unique_ptr<Client> dispatcher;
+  std::unique_ptr<DispatcherLink> dispatcher;
   std::string address;
   uint64_t worker_id = 0;  // heartbeat thread only (after Start)
 
@@ -190,7 +198,7 @@ void Worker::Impl::BeatNow() {
 absl::Status Worker::Impl::Register(std::stop_token stop) {
   std::string payload = EncodeRegisterWorkerRequest(RegisterWorkerRequest{address});
   absl::StatusOr<Frame> frame =
-      SyncWait(dispatcher->Call(FrameKind::kRegisterWorker, std::move(payload)), std::move(stop));
+      SyncWait(dispatcher->CallOnce(FrameKind::kRegisterWorker, std::move(payload)), std::move(stop));
   if (!frame.ok()) return frame.status();
   absl::StatusOr<RegisterWorkerResponse> response = DecodeRegisterWorkerResponse(frame->payload);
   if (!response.ok()) return response.status();
@@ -202,12 +210,38 @@ absl::Status Worker::Impl::Register(std::stop_token stop) {
 
 void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
   std::string last_error;
+  bool lost = false;  // the dispatcher is unreachable, since lost_since
+  std::chrono::steady_clock::time_point lost_since;
+  bool gave_up = false;
+  const auto dispatcher_timeout = std::chrono::milliseconds(config.dispatcher_timeout_ms);
   while (!stop.stop_requested()) {
+    if (!dispatcher->connected()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!lost) {
+        lost = true;
+        lost_since = now;
+        LogLine(absl::StrCat("lost the dispatcher at ", config.dispatcher_address, "; reconnecting"));
+      }
+      if (absl::Status s = dispatcher->Reconnect(); s.ok()) {
+        LogLine(absl::StrCat("reconnected to the dispatcher at ", config.dispatcher_address));
+        lost = false;
+        gave_up = false;
+      } else if (!gave_up && now - lost_since > dispatcher_timeout) {
+        // Tasks waiting for a split fail; the worker keeps trying, for a dispatcher that comes back later.
+        dispatcher->GiveUp(absl::UnavailableError(
+            absl::StrCat("the dispatcher at ", config.dispatcher_address, " has been unreachable for ",
+                         config.dispatcher_timeout_ms, " ms: ", s.message())));
+        LogLine(absl::StrCat("the dispatcher has been unreachable for ", config.dispatcher_timeout_ms,
+                             " ms; tasks waiting for a split fail"));
+        gave_up = true;
+      }
+    }
     WorkerHeartbeatRequest request;
     request.worker_id = worker_id;
     {
       std::lock_guard<std::mutex> lock(mu);
       for (auto& [id, task] : tasks) {
+        request.current_tasks.push_back(id);
         std::lock_guard<std::mutex> task_lock(task->mu);
         if (!task->failed.ok()) {
           request.reports.push_back(TaskReport{id, task->failed});
@@ -216,8 +250,8 @@ void Worker::Impl::HeartbeatLoop(std::stop_token stop) {
         }
       }
     }
-    absl::StatusOr<Frame> frame =
-        SyncWait(dispatcher->Call(FrameKind::kWorkerHeartbeat, EncodeWorkerHeartbeatRequest(request)), stop);
+    absl::StatusOr<Frame> frame = SyncWait(
+        dispatcher->CallOnce(FrameKind::kWorkerHeartbeat, EncodeWorkerHeartbeatRequest(request)), stop);
     absl::StatusOr<WorkerHeartbeatResponse> response =
         frame.ok() ? DecodeWorkerHeartbeatResponse(frame->payload)
                    : absl::StatusOr<WorkerHeartbeatResponse>(frame.status());
@@ -268,7 +302,8 @@ void Worker::Impl::CancelTask(uint64_t id) {
     task = std::move(it->second);
     tasks.erase(it);
     // A consumer still asking (it was presumed gone) learns why the task ended.
-    finished[id] = absl::CancelledError(absl::StrCat("task ", id, " was cancelled: its consumers left"));
+    finished[id] =
+        absl::CancelledError(absl::StrCat("task ", id, " was cancelled by the dispatcher: ", kWhyCancelled));
   }
   size_t dropped = 0;
   {
@@ -276,7 +311,8 @@ void Worker::Impl::CancelTask(uint64_t id) {
     dropped = task->buffer.size();
   }
   LogLine(absl::StrCat("task ", id, " (job ", task->def.job_id, " iteration ", task->def.iteration,
-                       ") cancelled: its consumers left; ", dropped, " buffered elements dropped"));
+                       ") cancelled by the dispatcher (", kWhyCancelled, "); ", dropped,
+                       " buffered elements dropped"));
   task.reset();  // stops and joins its producer, unless a GetElements call still holds the task
 }
 
@@ -431,7 +467,7 @@ void Worker::Impl::SayGoodbye() {
   WorkerHeartbeatRequest request;
   request.worker_id = worker_id;
   request.leaving = true;
-  absl::StatusOr<Frame> answer = CallWithin(*dispatcher, FrameKind::kWorkerHeartbeat,
+  absl::StatusOr<Frame> answer = CallWithin(*dispatcher->client(), FrameKind::kWorkerHeartbeat,
                                             EncodeWorkerHeartbeatRequest(request), std::chrono::seconds(1));
   if (!answer.ok())
     LogLine(absl::StrCat("telling the dispatcher this worker stops: ", answer.status().message()));
@@ -456,7 +492,7 @@ void Worker::Impl::Stop() {
   }
   if (server) server->Stop();
   if (dispatcher && worker_id != 0) SayGoodbye();
-  if (dispatcher) dispatcher->Close();
+  dispatcher.reset();  // closes the connection; no call waits on it any more (the producers are joined)
   if (pool) pool->Stop();
   LogLine("stopped");
 }
@@ -466,6 +502,10 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
   if (!dispatcher_address.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("worker: dispatcher ", dispatcher_address.status().message()));
+  }
+  if (config.dispatcher_timeout_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker: dispatcher_timeout_ms must be positive, not ", config.dispatcher_timeout_ms));
   }
   auto impl = std::make_unique<Impl>(std::move(config));
   impl->pool = std::make_unique<ThreadPool>(std::max(1, impl->config.threads));
@@ -480,13 +520,16 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
   impl->address = absl::StrCat(impl->config.host, ":", impl->server->port());
   ClientOptions client_options;
   client_options.executor = impl->pool.get();
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(dispatcher_address->host, dispatcher_address->port, client_options);
-  if (!client.ok()) {
+  // A reconnect attempt holds up the heartbeat thread at most this long.
+  client_options.connect_timeout =
+      std::chrono::milliseconds(std::clamp<int64_t>(impl->config.heartbeat_interval_ms * 10, 100, 10000));
+  absl::StatusOr<std::unique_ptr<DispatcherLink>> link =
+      DispatcherLink::Connect(impl->config.dispatcher_address, client_options);
+  if (!link.ok()) {
     impl->Stop();
-    return client.status();
+    return link.status();
   }
-  impl->dispatcher = std::move(*client);
+  impl->dispatcher = std::move(*link);
   if (absl::Status s = impl->Register({}); !s.ok()) {
     impl->Stop();
     return absl::UnavailableError(absl::StrCat("worker: registering with the dispatcher at ",

@@ -17,13 +17,15 @@ int WorkerMain(int argc, char** argv) {
   const std::string program = argc > 0 ? argv[0] : "worker";
   auto usage = [&](const std::string& why) {
     std::cerr << program << ": " << why << "\nusage: " << program
-              << " --dispatcher HOST:PORT [--port P] [--threads N] [--host H]\n";
+              << " --dispatcher HOST:PORT [--port P] [--threads N] [--host H] [--dispatcher-timeout-ms MS]\n";
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::cout << "usage: " << program << " --dispatcher HOST:PORT [--port P] [--threads N] [--host H]\n";
+      std::cout
+          << "usage: " << program
+          << " --dispatcher HOST:PORT [--port P] [--threads N] [--host H] [--dispatcher-timeout-ms MS]\n";
       return 0;
     }
     if (i + 1 >= argc) return usage(absl::StrCat(flag, " needs a value"));
@@ -41,6 +43,10 @@ int WorkerMain(int argc, char** argv) {
         return usage("--threads: not a thread count: " + value);
       }
       config.threads = static_cast<int>(number);
+    } else if (flag == "--dispatcher-timeout-ms") {
+      if (!absl::SimpleAtoi(value, &config.dispatcher_timeout_ms) || config.dispatcher_timeout_ms <= 0) {
+        return usage("--dispatcher-timeout-ms: not a positive number of milliseconds: " + value);
+      }
     } else {
       return usage(absl::StrCat("unknown flag ", flag));
     }

@@ -20,6 +20,10 @@ CLI::App* AddDispatcherCommand(CLI::App& app, DispatcherFlags* flags) {
                   "cancelled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--work-dir", flags->work_dir,
+                  "journal jobs, tasks, splits and workers here; restarted on the same folder and port, "
+                  "the dispatcher continues them (workers and consumers reconnect)")
+      ->type_name("DIR");
   cmd->footer(
       "Prints 'listening on HOST:PORT', then one line per event on stderr.\n"
       "exit status: 0 stopped by a signal; 1 cannot listen; 2 bad usage.");
@@ -33,6 +37,7 @@ int RunDispatcher(const DispatcherFlags& flags, std::ostream& out, std::ostream&
   config.port = flags.port;
   config.worker_timeout_ms = flags.worker_timeout_ms;
   config.client_timeout_ms = flags.client_timeout_ms;
+  config.work_dir = flags.work_dir;
   config.log = [&err](const std::string& line) { err << "dispatcher: " << line << std::endl; };
   absl::StatusOr<std::unique_ptr<service::DispatcherServer>> server =
       service::DispatcherServer::Start(config);

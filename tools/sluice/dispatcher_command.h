@@ -20,6 +20,7 @@ struct DispatcherFlags {
   uint16_t port = 0;
   int64_t worker_timeout_ms = 10000;
   int64_t client_timeout_ms = 60000;
+  std::string work_dir;
 };
 
 CLI::App* AddDispatcherCommand(CLI::App& app, DispatcherFlags* flags);

@@ -18,6 +18,10 @@ CLI::App* AddWorkerCommand(CLI::App& app, WorkerFlags* flags) {
   cmd->add_option("--threads", flags->threads, "the pool all of the worker's pipelines run on")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--dispatcher-timeout-ms", flags->dispatcher_timeout_ms,
+                  "a lost dispatcher is reconnected to; after this long, tasks waiting for a split fail")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Prints 'listening on HOST:PORT', then one line per event on stderr.\n"
       "exit status: 0 stopped by a signal; 1 cannot listen or reach the dispatcher; 2 bad usage.");
@@ -31,6 +35,7 @@ int RunWorker(const WorkerFlags& flags, std::ostream& out, std::ostream& err) {
   config.host = flags.host;
   config.port = flags.port;
   config.threads = flags.threads;
+  config.dispatcher_timeout_ms = flags.dispatcher_timeout_ms;
   config.log = [&err](const std::string& line) { err << "worker: " << line << std::endl; };
   absl::StatusOr<std::unique_ptr<service::WorkerServer>> worker = service::WorkerServer::Start(config);
   if (!worker.ok()) {

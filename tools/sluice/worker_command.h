@@ -23,6 +23,7 @@ struct WorkerFlags {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   int threads = 2;
+  int64_t dispatcher_timeout_ms = 60000;
 };
 
 CLI::App* AddWorkerCommand(CLI::App& app, WorkerFlags* flags);

@@ -75,7 +75,10 @@ struct ServiceOptions {
   std::string job_name;            // "" = a job of this consumer's own
   int64_t max_outstanding_requests = 64;
   uint64_t max_request_bytes = uint64_t{16} << 20;  // per GetElements answer (one element may exceed it)
-  std::shared_ptr<ServiceClientStats> stats;        // optional
+  // While the dispatcher is unreachable (restarting), the consumer keeps reading from the workers it knows
+  // and reconnects; after this long without it, the pass fails with Unavailable.
+  int64_t dispatcher_timeout_ms = 60000;
+  std::shared_ptr<ServiceClientStats> stats;  // optional
 };
 
 // ---- Servers, embeddable: one binary may run a dispatcher, workers and trainers. ----
@@ -89,6 +92,11 @@ struct DispatcherConfig {
   // says goodbye when its iterator goes). An unfinished iteration whose consumers all left is cancelled:
   // its workers stop its tasks and drop their elements, and a later consumer of it starts it afresh.
   int64_t client_timeout_ms = 60000;
+  // Where the dispatcher journals its state (jobs, iterations, tasks, splits handed out, workers), so that
+  // a dispatcher restarted with the same folder and port continues them: workers and consumers reconnect,
+  // and no split is handed out twice. "": no journal, a restart forgets every job. One dispatcher per
+  // folder.
+  std::string work_dir;
   std::function<void(const std::string&)> log;  // one line per notable event; nullptr: quiet
 };
 
@@ -119,6 +127,9 @@ struct WorkerConfig {
   int64_t max_buffered_elements = 1024;            // per task
   int64_t max_buffered_bytes = int64_t{64} << 20;  // per task (one element may exceed it)
   int64_t heartbeat_interval_ms = 100;
+  // A lost dispatcher is reconnected to; after this long without it, the worker's tasks waiting for a
+  // split fail with Unavailable (tasks with splits in hand, and parallel_epochs tasks, run on).
+  int64_t dispatcher_timeout_ms = 60000;
   std::function<void(const std::string&)> log;
 };
 
@@ -143,9 +154,9 @@ class SLUICE_EXPORT WorkerServer {
 
 // The worker as a program, for a user's own binary that links its registrations:
 //   int main(int argc, char** argv) { return sluice::service::WorkerMain(argc, argv); }
-// Flags: --dispatcher HOST:PORT (required), --port P (0), --threads N (2), --host H (127.0.0.1). Prints
-// "listening on HOST:PORT", logs events on stderr, runs until SIGTERM or SIGINT; exit 0, 1 when it
-// cannot start, 2 on bad flags.
+// Flags: --dispatcher HOST:PORT (required), --port P (0), --threads N (2), --host H (127.0.0.1),
+// --dispatcher-timeout-ms MS (60000). Prints "listening on HOST:PORT", logs events on stderr, runs until
+// SIGTERM or SIGINT; exit 0, 1 when it cannot start, 2 on bad flags.
 SLUICE_EXPORT int WorkerMain(int argc, char** argv);
 
 // ---- Multi-worker trainers in separate processes ----

@@ -1,15 +1,18 @@
 // The dispatcher's job registry, workers and splits, called directly (no network).
-#include "distribute/service/dispatcher.h"
-
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "distribute/service/dispatcher.h"
+#include "distribute/service/journal.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 #include "sluice/ops/graph.h"
+#include "tests/test_util.h"
 
 namespace sluice::service {
 namespace service_dispatcher_test_file {
@@ -117,8 +120,8 @@ TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfre
   const uint64_t task = beat->tasks[0].task_id;
   uint64_t covered = 0;
   int splits = 0;
-  for (int i = 0; i < 20000; ++i) {
-    auto split = dispatcher.GetSplit({task});
+  for (uint64_t i = 0; i < 20000; ++i) {
+    auto split = dispatcher.GetSplit({task, i});
     ASSERT_TRUE(split.ok());
     if (split->end_of_splits) break;
     EXPECT_EQ(split->begin, covered);
@@ -129,7 +132,7 @@ TEST(ServiceDispatcherTest, SplitsCoverTheSourceOnceInChunksAndEachIterationAfre
   EXPECT_EQ(covered, 10000u);
   EXPECT_GE(splits, 32);    // many per worker, not one
   EXPECT_LE(splits, 1000);  // and not one element each
-  EXPECT_TRUE(dispatcher.GetSplit({task})->end_of_splits);
+  EXPECT_TRUE(dispatcher.GetSplit({task, static_cast<uint64_t>(splits)})->end_of_splits);
   // Iteration 1 is a new pass with splits of its own.
   ASSERT_TRUE(
       dispatcher.GetOrCreateJob(Request(Range(10000), ProcessingMode::kDistributedEpoch, "split", 1)).ok());
@@ -153,8 +156,8 @@ TEST(ServiceDispatcherTest, TheLargestRangeSplitsWithoutOverflow) {
   ASSERT_TRUE(beat.ok());
   ASSERT_EQ(beat->tasks.size(), 2u);
   uint64_t covered = 0;
-  for (int i = 0; i < 20000; ++i) {
-    auto split = dispatcher.GetSplit({beat->tasks[0].task_id});
+  for (uint64_t i = 0; i < 20000; ++i) {
+    auto split = dispatcher.GetSplit({beat->tasks[0].task_id, i});
     ASSERT_TRUE(split.ok());
     if (split->end_of_splits) break;
     covered = split->end;
@@ -349,6 +352,156 @@ TEST(ServiceDispatcherTest, LeavingAfterTheEndOrBeforeTheWorkerHeardOfTheTaskCan
   auto beat = Beat(dispatcher, w1, {});
   EXPECT_TRUE(beat->tasks.empty());
   EXPECT_TRUE(beat->cancelled_tasks.empty());
+}
+
+TEST(ServiceDispatcherTest, ASplitAskedForAgainIsTheSameSplit) {
+  Dispatcher dispatcher(10000, nullptr);
+  const uint64_t worker = AddWorker(dispatcher, "127.0.0.1:1");
+  ASSERT_TRUE(dispatcher.GetOrCreateJob(Request(Range(100000), ProcessingMode::kDistributedEpoch)).ok());
+  const uint64_t task = Beat(dispatcher, worker, {})->tasks.at(0).task_id;
+  auto first = dispatcher.GetSplit({task, 0});
+  auto again = dispatcher.GetSplit({task, 0});  // the answer was lost: asked again
+  auto second = dispatcher.GetSplit({task, 1});
+  ASSERT_TRUE(first.ok() && again.ok() && second.ok());
+  EXPECT_EQ(again->begin, first->begin);
+  EXPECT_EQ(again->end, first->end);
+  EXPECT_EQ(second->begin, first->end);
+  auto ahead = dispatcher.GetSplit({task, 5});
+  EXPECT_EQ(ahead.status().code(), absl::StatusCode::kFailedPrecondition) << ahead.status();
+}
+
+// A dispatcher with a journal, as DispatcherServer::Start builds one; `dir` holds the journal.
+std::unique_ptr<Dispatcher> Journaled(const std::string& dir, std::vector<std::string>* log,
+                                      Dispatcher::Clock::time_point* now) {
+  auto dispatcher = std::make_unique<Dispatcher>(
+      /*worker_timeout_ms=*/1000, [log](const std::string& line) { log->push_back(line); },
+      [now] { return *now; }, /*client_timeout_ms=*/1000);
+  std::vector<std::string> replay;
+  std::string note;
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
+  EXPECT_TRUE(journal.ok()) << journal.status();
+  if (!journal.ok()) return nullptr;
+  absl::Status recovered = dispatcher->Recover(*std::move(journal), replay);
+  EXPECT_TRUE(recovered.ok()) << recovered;
+  return dispatcher;
+}
+
+TEST(ServiceDispatcherTest, ARestartedDispatcherContinuesItsJobsTasksAndSplitsFromTheJournal) {
+  const std::string dir = testing_util::TempPath("dispatcher_journal");
+  Dispatcher::Clock::time_point now{};
+  std::vector<std::string> log;
+  uint64_t worker = 0;
+  uint64_t task = 0;
+  uint64_t done_task = 0;
+  uint64_t highest_id = 0;
+  GetSplitResponse split1;
+  absl::StatusOr<GetOrCreateJobResponse> job = absl::UnknownError("not yet");
+  absl::StatusOr<GetOrCreateJobResponse> finished = absl::UnknownError("not yet");
+  {
+    std::unique_ptr<Dispatcher> before = Journaled(dir, &log, &now);
+    ASSERT_NE(before, nullptr);
+    worker = AddWorker(*before, "127.0.0.1:1");
+    job = before->GetOrCreateJob(Request(Range(100000), ProcessingMode::kDistributedEpoch, "train"));
+    finished = before->GetOrCreateJob(Request(Range(3), ProcessingMode::kParallelEpochs, "small"));
+    ASSERT_TRUE(job.ok() && finished.ok());
+    auto beat = Beat(*before, worker, {});
+    ASSERT_EQ(beat->tasks.size(), 2u);
+    for (const TaskDef& def : beat->tasks) (def.job_id == job->job_id ? task : done_task) = def.task_id;
+    ASSERT_TRUE(before->GetSplit({task, 0}).ok());
+    split1 = *before->GetSplit({task, 1});
+    ASSERT_TRUE(Beat(*before, worker, {TaskReport{done_task, absl::OkStatus()}}).ok());
+    highest_id = std::max(job->job_client_id, finished->job_client_id);
+  }  // the dispatcher stops; its journal stays
+  log.clear();
+  std::unique_ptr<Dispatcher> after = Journaled(dir, &log, &now);
+  ASSERT_NE(after, nullptr);
+  EXPECT_TRUE(Logged(log, "recovered from")) << (log.empty() ? "" : log.back());
+  // The worker is known by its id and gets its unfinished task again (it ignores tasks it holds).
+  WorkerHeartbeatRequest request;
+  request.worker_id = worker;
+  request.current_tasks = {task, 999999};
+  auto beat = after->WorkerHeartbeat(request);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  ASSERT_EQ(beat->tasks.size(), 1u);
+  EXPECT_EQ(beat->tasks[0].task_id, task);
+  EXPECT_EQ(beat->cancelled_tasks, std::vector<uint64_t>{999999});  // a task it does not know
+  // Splits: the ones handed out are the same when asked again; the next follows them.
+  auto retry = after->GetSplit({task, 1});
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(retry->begin, split1.begin);
+  EXPECT_EQ(retry->end, split1.end);
+  EXPECT_EQ(after->GetSplit({task, 2})->begin, split1.end);
+  // The consumers' job and iteration are there; the finished iteration stays finished.
+  auto listed = after->ClientHeartbeat(ClientBeat(*job, 0));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->tasks.size(), 1u);
+  EXPECT_EQ(listed->tasks[0].worker_address, "127.0.0.1:1");
+  EXPECT_TRUE(after->ClientHeartbeat(ClientBeat(*finished, 0))->finished);
+  auto joined = after->GetOrCreateJob(Request(Range(100000), ProcessingMode::kDistributedEpoch, "train"));
+  ASSERT_TRUE(joined.ok());
+  EXPECT_EQ(joined->job_id, job->job_id);
+  EXPECT_GT(joined->job_client_id, highest_id);  // ids are never reused across the restart
+}
+
+TEST(ServiceDispatcherTest, AfterARestartWorkersAndConsumersThatDoNotComeBackTimeOut) {
+  const std::string dir = testing_util::TempPath("dispatcher_journal_timeouts");
+  Dispatcher::Clock::time_point now{};
+  std::vector<std::string> log;
+  uint64_t worker = 0;
+  uint64_t task = 0;
+  {
+    std::unique_ptr<Dispatcher> before = Journaled(dir, &log, &now);
+    ASSERT_NE(before, nullptr);
+    worker = AddWorker(*before, "127.0.0.1:1");
+    ASSERT_TRUE(before->GetOrCreateJob(Request(Range(1000), ProcessingMode::kDistributedEpoch, "gone")).ok());
+    task = Beat(*before, worker, {})->tasks.at(0).task_id;
+  }
+  now += std::chrono::hours(1);  // a long downtime: the restart's own clock starts the waits
+  std::unique_ptr<Dispatcher> after = Journaled(dir, &log, &now);
+  ASSERT_NE(after, nullptr);
+  now += std::chrono::milliseconds(900);
+  ASSERT_TRUE(Beat(*after, worker, {}).ok());  // within worker_timeout_ms of the restart
+  now += std::chrono::milliseconds(900);
+  // No consumer came back within client_timeout_ms: the iteration is cancelled; the worker still holds
+  // its task and is told to drop it.
+  WorkerHeartbeatRequest holding;
+  holding.worker_id = worker;
+  holding.current_tasks = {task};
+  auto beat = after->WorkerHeartbeat(holding);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_TRUE(Logged(log, "iteration 0 cancelled (its consumers were silent")) << log.back();
+  EXPECT_EQ(beat->cancelled_tasks, std::vector<uint64_t>{task});
+  // A worker that does not heartbeat again is dropped.
+  now += std::chrono::milliseconds(1500);
+  ASSERT_TRUE(after->RegisterWorker({"127.0.0.1:2"}).ok());
+  EXPECT_TRUE(Logged(log, "left (no heartbeat")) << log.back();
+  // Those decisions were journaled too: a third start sees the same state.
+  after.reset();
+  log.clear();
+  std::unique_ptr<Dispatcher> third = Journaled(dir, &log, &now);
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(Logged(log, "0 unfinished iterations, 1 workers")) << log.back();
+}
+
+TEST(ServiceDispatcherTest, AJournalThatDoesNotReplayIsDataLoss) {
+  const std::string dir = testing_util::TempPath("dispatcher_journal_bad");
+  std::vector<std::string> replay;
+  std::string note;
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  JournalEvent orphan;
+  orphan.kind = JournalEventKind::kTaskCreated;
+  orphan.id = 7;
+  orphan.job_id = 3;  // never created
+  ASSERT_TRUE((*journal)->Append(EncodeJournalEvent(orphan)).ok());
+  ASSERT_TRUE((*journal)->Append("not an event").ok());
+  journal->reset();
+  absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, &replay, &note);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  Dispatcher dispatcher(1000, nullptr);
+  absl::Status recovered = dispatcher.Recover(*std::move(reopened), replay);
+  EXPECT_EQ(recovered.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(recovered.message().find("record 0 (task created): names job 3"), std::string::npos) << recovered;
 }
 
 }  // namespace

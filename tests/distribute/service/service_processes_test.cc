@@ -52,16 +52,8 @@ struct Processes {
   std::string address;
 
   // Whether every process printed its "listening on" line.
-  bool Start(int num_workers) {
-    dispatcher =
-        std::make_unique<ChildProcess>(SLUICE_CLI_PATH, std::vector<std::string>{"dispatcher", "--port", "0"},
-                                       testing_util::TempPath("dispatcher.err"));
-    std::optional<std::string> line = dispatcher->ReadLine(kStartup);
-    if (!line || !absl::StartsWith(*line, "listening on ")) {
-      ADD_FAILURE() << "dispatcher: " << line.value_or("(no line)") << "\n" << dispatcher->Stderr();
-      return false;
-    }
-    address = line->substr(std::string("listening on ").size());
+  bool Start(int num_workers, std::vector<std::string> dispatcher_flags = {"--port", "0"}) {
+    if (!StartDispatcher(std::move(dispatcher_flags))) return false;
     for (int i = 0; i < num_workers; ++i) {
       workers.push_back(std::make_unique<ChildProcess>(
           SLUICE_CLI_PATH, std::vector<std::string>{"worker", "--dispatcher", address, "--port", "0"},
@@ -72,6 +64,19 @@ struct Processes {
         return false;
       }
     }
+    return true;
+  }
+
+  bool StartDispatcher(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), "dispatcher");
+    dispatcher = std::make_unique<ChildProcess>(SLUICE_CLI_PATH, std::move(flags),
+                                                testing_util::TempPath("dispatcher.err"));
+    std::optional<std::string> line = dispatcher->ReadLine(kStartup);
+    if (!line || !absl::StartsWith(*line, "listening on ")) {
+      ADD_FAILURE() << "dispatcher: " << line.value_or("(no line)") << "\n" << dispatcher->Stderr();
+      return false;
+    }
+    address = line->substr(std::string("listening on ").size());
     return true;
   }
 
@@ -91,6 +96,7 @@ struct Processes {
     options.processing_mode = mode;
     options.dispatcher_address = address;
     options.job_name = std::move(job_name);
+    options.dispatcher_timeout_ms = 500;  // a test that stops the dispatcher sees its consumer fail soon
     return options;
   }
 };
@@ -194,6 +200,35 @@ TEST(ServiceProcessesTest, TheExamplesOwnWorkerBinaryServesItsFunction) {
   processes.StopAll();
 }
 #endif
+
+// A kill in the middle: the dispatcher dies (SIGKILL) mid-epoch and is started again on its port and work
+// folder; the workers and the consumer reconnect, and every element still arrives exactly once.
+TEST(ServiceProcessesTest, AKilledDispatcherRestartedOnItsWorkFolderLosesAndRepeatsNothing) {
+  const std::string work_dir = testing_util::TempPath("killed_dispatcher");
+  Processes processes;
+  ASSERT_TRUE(processes.Start(2, {"--port", "0", "--work-dir", work_dir}));
+  const std::string port = processes.address.substr(processes.address.rfind(':') + 1);
+  constexpr int64_t kElements = 50000;
+  ServiceOptions options = processes.Options(ProcessingMode::kDistributedEpoch, "killed");
+  options.dispatcher_timeout_ms = 20000;
+  Iterator<int64_t> it = Range(0, kElements).Distribute(options).MakeIterator();
+  testing::Drained<int64_t> before = testing::DrainIterator(it, 2000);
+  ASSERT_EQ(before.values.size(), 2000u);
+  processes.dispatcher->Signal(SIGKILL);
+  ASSERT_TRUE(processes.dispatcher->Wait(kExit).has_value());
+  ASSERT_TRUE(processes.StartDispatcher({"--port", port, "--work-dir", work_dir}));
+  testing::Drained<int64_t> after = testing::DrainIterator(it, 2 * kElements);
+  EXPECT_TRUE(after.ended);
+  ASSERT_TRUE(after.errors.empty()) << after.errors.front();
+  std::vector<int64_t> all = std::move(before.values);
+  all.insert(all.end(), after.values.begin(), after.values.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kElements));
+  for (int64_t i = 0; i < kElements; ++i) ASSERT_EQ(all[static_cast<size_t>(i)], i);
+  processes.StopAll();
+  EXPECT_NE(processes.dispatcher->Stderr().find("recovered from"), std::string::npos)
+      << processes.dispatcher->Stderr();
+}
 
 TEST(ServiceProcessesTest, ProcessesExitCleanlyOnSigtermWithAClientConnected) {
   Processes processes;

@@ -101,7 +101,14 @@ TEST_F(ProtoConformanceTest, WorkerMessages) {
   EXPECT_EQ(*beat, EncodeWorkerHeartbeatRequest(reports));
   absl::StatusOr<std::string> bye = ProtocEncode("WorkerHeartbeatRequest", "worker_id: 4 leaving: true");
   ASSERT_TRUE(bye.ok()) << bye.status();
-  EXPECT_EQ(*bye, EncodeWorkerHeartbeatRequest({4, {}, true}));
+  EXPECT_EQ(*bye, EncodeWorkerHeartbeatRequest({4, {}, true, {}}));
+  absl::StatusOr<std::string> holding =
+      ProtocEncode("WorkerHeartbeatRequest", "worker_id: 4 current_tasks: 8 current_tasks: 1000");
+  ASSERT_TRUE(holding.ok()) << holding.status();
+  EXPECT_EQ(*holding, EncodeWorkerHeartbeatRequest({4, {}, false, {8, 1000}}));
+  absl::StatusOr<std::string> ask = ProtocEncode("GetSplitRequest", "task_id: 6 split_index: 3");
+  ASSERT_TRUE(ask.ok()) << ask.status();
+  EXPECT_EQ(*ask, EncodeGetSplitRequest({6, 3}));
   absl::StatusOr<std::string> tasks =
       ProtocEncode("WorkerHeartbeatResponse",
                    R"(tasks { task_id: 1 job_id: 2 iteration: 3 graph: "g" mode: DISTRIBUTED_EPOCH })");
@@ -134,6 +141,38 @@ TEST_F(ProtoConformanceTest, ClientHeartbeat) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(*response,
             EncodeClientHeartbeatResponse({{TaskInfo{6, "127.0.0.1:7"}}, true, absl::UnavailableError("x")}));
+}
+
+TEST_F(ProtoConformanceTest, JournalEvents) {
+  absl::StatusOr<std::string> job = ProtocEncode(
+      "JournalEvent", R"(kind: JOB_CREATED id: 12 name: "train" graph: "g" mode: DISTRIBUTED_EPOCH)");
+  ASSERT_TRUE(job.ok()) << job.status();
+  JournalEvent created;
+  created.kind = JournalEventKind::kJobCreated;
+  created.id = 12;
+  created.name = "train";
+  created.graph = "g";
+  created.mode = ProcessingMode::kDistributedEpoch;
+  EXPECT_EQ(*job, EncodeJournalEvent(created));
+  absl::StatusOr<std::string> failed = ProtocEncode(
+      "JournalEvent", R"(kind: TASK_FINISHED id: 3 worker_id: 2 error { code: 9 message: "no kFoo" })");
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  JournalEvent finished;
+  finished.kind = JournalEventKind::kTaskFinished;
+  finished.id = 3;
+  finished.worker_id = 2;
+  finished.error = absl::FailedPreconditionError("no kFoo");
+  EXPECT_EQ(*failed, EncodeJournalEvent(finished));
+  absl::StatusOr<std::string> split =
+      ProtocEncode("JournalEvent", "kind: SPLIT_GIVEN id: 5 split_index: 1 begin: 100 end: 200");
+  ASSERT_TRUE(split.ok()) << split.status();
+  JournalEvent given;
+  given.kind = JournalEventKind::kSplitGiven;
+  given.id = 5;
+  given.split_index = 1;
+  given.begin = 100;
+  given.end = 200;
+  EXPECT_EQ(*split, EncodeJournalEvent(given));
 }
 
 TEST_F(ProtoConformanceTest, Agreement) {

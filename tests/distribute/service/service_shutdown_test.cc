@@ -24,6 +24,7 @@ constexpr int64_t kEndlessRange = int64_t{1} << 40;
 
 using testing::Cluster;
 using testing::DrainIterator;
+using testing::LogLines;
 
 TEST(ServiceShutdownTest, ServersStopWithAConsumerConnectedAndTheConsumerEnds) {
   Cluster cluster = Cluster::Start(2);
@@ -56,39 +57,6 @@ TEST(ServiceShutdownTest, AConsumerLeavingMidStreamLetsTheServersStop) {
   cluster.dispatcher->Stop();
 }
 
-// Lines a server logs, from its threads.
-class LogLines {
- public:
-  std::function<void(const std::string&)> Sink() {
-    return [state = state_](const std::string& line) {
-      std::lock_guard<std::mutex> lock(state->mu);
-      state->lines.push_back(line);
-    };
-  }
-  int Count(const std::string& text) const {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    int n = 0;
-    for (const std::string& line : state_->lines) n += line.find(text) != std::string::npos ? 1 : 0;
-    return n;
-  }
-  // Waits (bounded by testing::kPatience) until `text` was logged `n` times.
-  bool WaitFor(const std::string& text, int n) const {
-    const auto deadline = std::chrono::steady_clock::now() + testing::kPatience;
-    while (Count(text) < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
-  }
-
- private:
-  struct State {
-    mutable std::mutex mu;
-    std::vector<std::string> lines;
-  };
-  std::shared_ptr<State> state_ = std::make_shared<State>();
-};
-
 // Job GC: the consumer's goodbye cancels the iteration at once; its workers stop the tasks and drop
 // their buffers; a new consumer of the name starts the iteration afresh.
 TEST(ServiceShutdownTest, AConsumerLeavingMidStreamCancelsItsTasksAndTheNextConsumerStartsAfresh) {
@@ -101,8 +69,10 @@ TEST(ServiceShutdownTest, AConsumerLeavingMidStreamCancelsItsTasksAndTheNextCons
   {
     Iterator<int64_t> it = endless.MakeIterator();
     EXPECT_EQ(DrainIterator(it, 50).values.size(), 50u);
+    // Both workers run their task (one never delivered would be dropped, not cancelled).
+    ASSERT_TRUE(worker_log.WaitFor(") started", 2)) << worker_log.Text();
   }
-  ASSERT_TRUE(worker_log.WaitFor("cancelled: its consumers left", 2));
+  ASSERT_TRUE(worker_log.WaitFor("cancelled by the dispatcher", 2)) << worker_log.Text();
   // The same name again, from a dataset built anew (its first pass reads iteration 0, as the first
   // consumer's did): iteration 0 from the start, element 0 included.
   const Dataset<int64_t> rebuilt =
@@ -111,7 +81,7 @@ TEST(ServiceShutdownTest, AConsumerLeavingMidStreamCancelsItsTasksAndTheNextCons
   testing::Drained<int64_t> fresh = DrainIterator(again, 2000);
   EXPECT_TRUE(fresh.errors.empty()) << fresh.errors.front();
   EXPECT_NE(std::find(fresh.values.begin(), fresh.values.end(), 0), fresh.values.end());
-  EXPECT_EQ(worker_log.Count("cancelled: its consumers left"), 2);  // the live iteration is left alone
+  EXPECT_EQ(worker_log.Count("cancelled by the dispatcher"), 2);  // the live iteration is left alone
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,6 +58,7 @@ struct Cluster {
     options.processing_mode = mode;
     options.dispatcher_address = dispatcher->address();
     options.job_name = std::move(job_name);
+    options.dispatcher_timeout_ms = 500;  // tests that stop the dispatcher see their consumers fail soon
     return options;
   }
 
@@ -64,6 +66,47 @@ struct Cluster {
     for (auto& worker : workers) worker->Stop();
     if (dispatcher) dispatcher->Stop();
   }
+};
+
+// Lines a server logs, from its threads.
+class LogLines {
+ public:
+  std::function<void(const std::string&)> Sink() const {
+    return [state = state_](const std::string& line) {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->lines.push_back(line);
+    };
+  }
+  int Count(const std::string& text) const {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    int n = 0;
+    for (const std::string& line : state_->lines) n += line.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  }
+  // Everything logged, one line each, for failure messages.
+  std::string Text() const {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    std::string text;
+    for (const std::string& line : state_->lines) text += line + "\n";
+    return text;
+  }
+  // Waits (bounded by kPatience) until `text` was logged `n` times.
+
+  bool WaitFor(const std::string& text, int n) const {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (Count(text) < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+ private:
+  struct State {
+    mutable std::mutex mu;
+    std::vector<std::string> lines;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 template <class T>
