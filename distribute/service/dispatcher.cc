@@ -132,11 +132,16 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
   auto missing = [&](absl::string_view what, uint64_t id) {
     return absl::FailedPreconditionError(absl::StrCat("names ", what, " ", id, ", which does not exist"));
   };
+  // Only a damaged or foreign journal repeats an id; the state's cross references rely on them being unique.
+  auto taken = [](absl::string_view what, uint64_t id) {
+    return absl::FailedPreconditionError(absl::StrCat("creates ", what, " ", id, ", which exists"));
+  };
   switch (event.kind) {
     case JournalEventKind::kIdsReserved:
       reserved_until_ = std::max(reserved_until_, event.id);
       return absl::OkStatus();
     case JournalEventKind::kJobCreated: {
+      if (jobs_.contains(event.id)) return taken("job", event.id);
       absl::StatusOr<GraphNode> graph = ParseGraph(event.graph);
       if (!graph.ok()) return graph.status();
       std::optional<SplittableSource> source;
@@ -172,6 +177,7 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
       return absl::OkStatus();
     }
     case JournalEventKind::kWorkerRegistered: {
+      if (workers_.contains(event.id)) return taken("worker", event.id);
       Worker& worker = workers_[event.id];
       worker.id = event.id;
       worker.address = event.address;
@@ -185,6 +191,7 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
       if (job == jobs_.end()) return missing("job", event.job_id);
       auto iteration = job->second.iterations.find(event.iteration);
       if (iteration == job->second.iterations.end()) return missing("iteration", event.iteration);
+      if (tasks_.contains(event.id)) return taken("task", event.id);
       TaskRecord& task = tasks_[event.id];
       task.id = event.id;
       task.job_id = event.job_id;

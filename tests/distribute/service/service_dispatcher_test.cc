@@ -504,6 +504,42 @@ TEST(ServiceDispatcherTest, AJournalThatDoesNotReplayIsDataLoss) {
   EXPECT_NE(recovered.message().find("record 0 (task created): names job 3"), std::string::npos) << recovered;
 }
 
+TEST(ServiceDispatcherTest, AJournalThatRepeatsATaskIdIsDataLossNotACrash) {
+  const std::string dir = testing_util::TempPath("dispatcher_journal_repeated");
+  std::vector<std::string> replay;
+  std::string note;
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  JournalEvent job;
+  job.kind = JournalEventKind::kJobCreated;
+  job.id = 1;
+  job.graph = GraphOf(Range(10));
+  job.mode = ProcessingMode::kParallelEpochs;
+  JournalEvent first;
+  first.kind = JournalEventKind::kIterationStarted;
+  first.job_id = 1;
+  JournalEvent second = first;
+  second.iteration = 1;
+  JournalEvent task;
+  task.kind = JournalEventKind::kTaskCreated;
+  task.id = 2;
+  task.job_id = 1;
+  JournalEvent again = task;  // the same task id in another iteration
+  again.iteration = 1;
+  for (const JournalEvent& event : {job, first, second, task, again}) {
+    ASSERT_TRUE((*journal)->Append(EncodeJournalEvent(event)).ok());
+  }
+  journal->reset();
+  absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, &replay, &note);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  Dispatcher dispatcher(1000, nullptr);
+  absl::Status recovered = dispatcher.Recover(*std::move(reopened), replay);
+  EXPECT_EQ(recovered.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(recovered.message().find("record 4 (task created): creates task 2, which exists"),
+            std::string::npos)
+      << recovered;
+}
+
 }  // namespace
 }  // namespace service_dispatcher_test_file
 }  // namespace sluice::service
