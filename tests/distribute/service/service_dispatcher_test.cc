@@ -483,33 +483,35 @@ TEST(ServiceDispatcherTest, AfterARestartWorkersAndConsumersThatDoNotComeBackTim
   EXPECT_TRUE(Logged(log, "0 unfinished iterations, 1 workers")) << log.back();
 }
 
-TEST(ServiceDispatcherTest, AJournalThatDoesNotReplayIsDataLoss) {
-  const std::string dir = testing_util::TempPath("dispatcher_journal_bad");
+// Recovers a dispatcher from a journal holding exactly `records`; returns Recover's status.
+absl::Status RecoverFrom(const std::string& dir, const std::vector<std::string>& records) {
   std::vector<std::string> replay;
   std::string note;
-  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
-  ASSERT_TRUE(journal.ok()) << journal.status();
+  {
+    absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
+    if (!journal.ok()) return journal.status();
+    for (const std::string& record : records) {
+      if (absl::Status s = (*journal)->Append(record); !s.ok()) return s;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, &replay, &note);
+  if (!reopened.ok()) return reopened.status();
+  Dispatcher dispatcher(1000, nullptr);
+  return dispatcher.Recover(*std::move(reopened), replay);
+}
+
+TEST(ServiceDispatcherTest, AJournalThatDoesNotReplayIsDataLoss) {
   JournalEvent orphan;
   orphan.kind = JournalEventKind::kTaskCreated;
   orphan.id = 7;
   orphan.job_id = 3;  // never created
-  ASSERT_TRUE((*journal)->Append(EncodeJournalEvent(orphan)).ok());
-  ASSERT_TRUE((*journal)->Append("not an event").ok());
-  journal->reset();
-  absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, &replay, &note);
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  Dispatcher dispatcher(1000, nullptr);
-  absl::Status recovered = dispatcher.Recover(*std::move(reopened), replay);
+  absl::Status recovered = RecoverFrom(testing_util::TempPath("dispatcher_journal_bad"),
+                                       {EncodeJournalEvent(orphan), "not an event"});
   EXPECT_EQ(recovered.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(recovered.message().find("record 0 (task created): names job 3"), std::string::npos) << recovered;
 }
 
 TEST(ServiceDispatcherTest, AJournalThatRepeatsATaskIdIsDataLossNotACrash) {
-  const std::string dir = testing_util::TempPath("dispatcher_journal_repeated");
-  std::vector<std::string> replay;
-  std::string note;
-  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, &replay, &note);
-  ASSERT_TRUE(journal.ok()) << journal.status();
   JournalEvent job;
   job.kind = JournalEventKind::kJobCreated;
   job.id = 1;
@@ -526,14 +528,10 @@ TEST(ServiceDispatcherTest, AJournalThatRepeatsATaskIdIsDataLossNotACrash) {
   task.job_id = 1;
   JournalEvent again = task;  // the same task id in another iteration
   again.iteration = 1;
-  for (const JournalEvent& event : {job, first, second, task, again}) {
-    ASSERT_TRUE((*journal)->Append(EncodeJournalEvent(event)).ok());
-  }
-  journal->reset();
-  absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, &replay, &note);
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  Dispatcher dispatcher(1000, nullptr);
-  absl::Status recovered = dispatcher.Recover(*std::move(reopened), replay);
+  std::vector<std::string> records;
+  for (const JournalEvent& event : {job, first, second, task, again})
+    records.push_back(EncodeJournalEvent(event));
+  absl::Status recovered = RecoverFrom(testing_util::TempPath("dispatcher_journal_repeated"), records);
   EXPECT_EQ(recovered.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(recovered.message().find("record 4 (task created): creates task 2, which exists"),
             std::string::npos)

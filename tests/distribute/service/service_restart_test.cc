@@ -73,11 +73,7 @@ TEST(ServiceRestartTest, WithItsWorkFolderARestartedDispatcherLosesAndRepeatsNoE
   testing::Drained<int64_t> after = DrainIterator(it, 2 * kElements);
   EXPECT_TRUE(after.ended);
   ASSERT_TRUE(after.errors.empty()) << after.errors.front();
-  std::vector<int64_t> all = std::move(before.values);
-  all.insert(all.end(), after.values.begin(), after.values.end());
-  std::sort(all.begin(), all.end());
-  ASSERT_EQ(all.size(), static_cast<size_t>(kElements));
-  for (int64_t i = 0; i < kElements; ++i) ASSERT_EQ(all[static_cast<size_t>(i)], i);
+  EXPECT_TRUE(testing::EachOfRangeOnce(std::move(before.values), after.values, kElements));
   EXPECT_EQ(dispatcher_log.Count("recovered from"), 1);
   EXPECT_EQ(worker_log.Count("reconnected to the dispatcher"), 2);
   EXPECT_EQ(worker_log.Count("registering again"), 0);  // the restarted dispatcher knew them

@@ -3,8 +3,10 @@
 #ifndef SLUICE_TESTS_DISTRIBUTE_SERVICE_SERVICE_TEST_UTIL_H_
 #define SLUICE_TESTS_DISTRIBUTE_SERVICE_SERVICE_TEST_UTIL_H_
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -157,6 +159,23 @@ Drained<T> DrainIterator(Iterator<T>& it, size_t max_items = 100000) {
   cv.notify_one();
   watchdog.join();
   return out;
+}
+
+// Whether `first` then `second` hold 0..n-1 each exactly once, in any order.
+inline ::testing::AssertionResult EachOfRangeOnce(std::vector<int64_t> first,
+                                                  const std::vector<int64_t>& second, int64_t n) {
+  first.insert(first.end(), second.begin(), second.end());
+  std::sort(first.begin(), first.end());
+  if (first.size() != static_cast<size_t>(n)) {
+    return ::testing::AssertionFailure() << first.size() << " elements, not " << n;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (first[static_cast<size_t>(i)] != i) {
+      return ::testing::AssertionFailure()
+             << "sorted element " << i << " is " << first[static_cast<size_t>(i)];
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 template <class T>
