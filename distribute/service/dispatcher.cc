@@ -25,6 +25,23 @@ uint64_t RandomFirstId() {
   return 1 + bits % ((uint64_t{1} << 40) - 1);
 }
 
+JournalEvent WorkerDropped(uint64_t worker_id, std::string reason) {
+  JournalEvent event;
+  event.kind = JournalEventKind::kWorkerDropped;
+  event.id = worker_id;
+  event.reason = std::move(reason);
+  return event;
+}
+
+JournalEvent IterationCancelled(uint64_t job_id, uint64_t iteration, std::string reason) {
+  JournalEvent event;
+  event.kind = JournalEventKind::kIterationCancelled;
+  event.job_id = job_id;
+  event.iteration = iteration;
+  event.reason = std::move(reason);
+  return event;
+}
+
 std::string KindName(JournalEventKind kind) {
   switch (kind) {
     case JournalEventKind::kIdsReserved:
@@ -136,6 +153,9 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
   auto taken = [](absl::string_view what, uint64_t id) {
     return absl::FailedPreconditionError(absl::StrCat("creates ", what, " ", id, ", which exists"));
   };
+  // Never hand out an id the state already uses (a journal's reservations cover this; one without them
+  // must not make the next request collide).
+  if (event.kind != JournalEventKind::kIdsReserved) next_id_ = std::max(next_id_, event.id + 1);
   switch (event.kind) {
     case JournalEventKind::kIdsReserved:
       reserved_until_ = std::max(reserved_until_, event.id);
@@ -159,7 +179,6 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
       created.mode = event.mode;
       created.source = std::move(source);
       if (!created.name.empty()) jobs_by_name_[created.name] = event.id;
-      next_id_ = std::max(next_id_, event.id + 1);
       std::string line =
           absl::StrCat(JobLabel(created), " created: ", ProcessingModeName(created.mode), ", yields ",
                        created.element_type, ", fingerprint ", FingerprintHex(created.fingerprint));
@@ -182,7 +201,6 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
       worker.id = event.id;
       worker.address = event.address;
       worker.last_seen = now_();
-      next_id_ = std::max(next_id_, event.id + 1);
       LogLine(absl::StrCat("worker ", event.id, " joined from ", event.address));
       return absl::OkStatus();
     }
@@ -200,19 +218,18 @@ absl::Status Dispatcher::ApplyLocked(const JournalEvent& event) {
       iteration->second.tasks.push_back(event.id);
       auto worker = workers_.find(event.worker_id);
       if (worker != workers_.end()) worker->second.undelivered.push_back(event.id);
-      next_id_ = std::max(next_id_, event.id + 1);
       return absl::OkStatus();
     }
     case JournalEventKind::kTaskFinished:
       ApplyTaskFinishedLocked(event);
       return absl::OkStatus();
     case JournalEventKind::kWorkerDropped:
-      ApplyDropWorkerLocked(event.id, event.address);
+      ApplyDropWorkerLocked(event.id, event.reason);
       return absl::OkStatus();
     case JournalEventKind::kIterationCancelled: {
       auto job = jobs_.find(event.job_id);
       if (job == jobs_.end()) return missing("job", event.job_id);
-      ApplyCancelIterationLocked(job->second, event.iteration, event.address);
+      ApplyCancelIterationLocked(job->second, event.iteration, event.reason);
       return absl::OkStatus();
     }
     case JournalEventKind::kSplitGiven: {
@@ -412,12 +429,9 @@ void Dispatcher::ExpireClientsLocked(Clock::time_point now) {
     }
   }
   for (const auto& [job_id, k] : abandoned) {
-    JournalEvent cancelled;
-    cancelled.kind = JournalEventKind::kIterationCancelled;
-    cancelled.job_id = job_id;
-    cancelled.iteration = k;
-    cancelled.address = absl::StrCat("its consumers were silent for ", client_timeout_.count(), " ms");
-    (void)CommitLocked(cancelled);  // a journal failure is logged; the next request tries again
+    // A journal failure is logged; the next request tries again.
+    (void)CommitLocked(IterationCancelled(
+        job_id, k, absl::StrCat("its consumers were silent for ", client_timeout_.count(), " ms")));
   }
 }
 
@@ -427,11 +441,7 @@ void Dispatcher::ExpireWorkersLocked(Clock::time_point now) {
     if (now - worker.last_seen > worker_timeout_) silent.push_back(id);
   }
   for (uint64_t id : silent) {
-    JournalEvent dropped;
-    dropped.kind = JournalEventKind::kWorkerDropped;
-    dropped.id = id;
-    dropped.address = absl::StrCat("no heartbeat for ", worker_timeout_.count(), " ms");
-    (void)CommitLocked(dropped);
+    (void)CommitLocked(WorkerDropped(id, absl::StrCat("no heartbeat for ", worker_timeout_.count(), " ms")));
   }
 }
 
@@ -478,11 +488,7 @@ absl::StatusOr<WorkerHeartbeatResponse> Dispatcher::WorkerHeartbeat(const Worker
   }
   WorkerHeartbeatResponse response;
   if (request.leaving) {
-    JournalEvent dropped;
-    dropped.kind = JournalEventKind::kWorkerDropped;
-    dropped.id = request.worker_id;
-    dropped.address = "stopping";
-    if (absl::Status s = CommitLocked(dropped); !s.ok()) return s;
+    if (absl::Status s = CommitLocked(WorkerDropped(request.worker_id, "stopping")); !s.ok()) return s;
     return response;
   }
   w = workers_.find(request.worker_id);
@@ -558,12 +564,12 @@ absl::StatusOr<ClientHeartbeatResponse> Dispatcher::ClientHeartbeat(const Client
       if (request.releasing) {
         it->second.clients.erase(request.job_client_id);
         if (it->second.clients.empty()) {
-          JournalEvent cancelled;
-          cancelled.kind = JournalEventKind::kIterationCancelled;
-          cancelled.job_id = request.job_id;
-          cancelled.iteration = request.iteration;
-          cancelled.address = absl::StrCat("its last consumer, ", request.job_client_id, ", left");
-          if (absl::Status s = CommitLocked(cancelled); !s.ok()) return s;
+          if (absl::Status s = CommitLocked(
+                  IterationCancelled(request.job_id, request.iteration,
+                                     absl::StrCat("its last consumer, ", request.job_client_id, ", left")));
+              !s.ok()) {
+            return s;
+          }
         }
       } else {
         it->second.clients[request.job_client_id] = now;  // also a consumer dropped while others stayed

@@ -12,8 +12,7 @@ absl::StatusOr<std::unique_ptr<DispatcherLink>> DispatcherLink::Connect(const st
   if (!parsed.ok()) return parsed.status();
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(parsed->host, parsed->port, options);
   if (!client.ok()) return client.status();
-  auto first = std::make_shared<Generation>();
-  first->client = std::move(*client);
+  auto first = std::make_shared<Generation>(std::move(*client), options.executor);
   return std::unique_ptr<DispatcherLink>(new DispatcherLink(*std::move(parsed), options, std::move(first)));
 }
 
@@ -66,8 +65,7 @@ absl::Status DispatcherLink::Reconnect() {
   if (lost->client->connected()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(address_.host, address_.port, options_);
   if (!client.ok()) return client.status();
-  auto fresh = std::make_shared<Generation>();
-  fresh->client = std::move(*client);
+  auto fresh = std::make_shared<Generation>(std::move(*client), options_.executor);
   {
     std::lock_guard<std::mutex> lock(mu_);
     current_ = std::move(fresh);

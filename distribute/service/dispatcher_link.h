@@ -13,6 +13,8 @@
 //   calls; OK when already connected or now connected, else the connect's error.
 // - GiveUp(why): the calls waiting for a reconnection, and later calls that lose their connection, fail
 //   with `why` until a Reconnect() succeeds.
+// - Calls waiting for a reconnection resume on ClientOptions::executor (inline on the thread that
+//   reconnects, gives up or requests stop when none is given).
 // - connected(): whether the current connection is up.
 // - Threading: every member may be called from any thread. Waiting calls must end (their stop requested)
 //   before the link is destroyed; the destructor closes the connection.
@@ -25,12 +27,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "distribute/service/address.h"
 #include "distribute/service/client.h"
 #include "distribute/service/frame.h"
 #include "sluice/engine/async_event.h"
+#include "sluice/engine/executor.h"
 #include "sluice/engine/task.h"
 
 namespace sluice::service {
@@ -53,8 +57,12 @@ class DispatcherLink {
 
   // One connection and what its callers wait on when it is lost.
   struct Generation {
+    Generation(std::shared_ptr<Client> connected, Executor* executor)
+        : client(std::move(connected)), replaced(false, executor) {}
     std::shared_ptr<Client> client;
-    AsyncEvent replaced;    // set when a new connection takes over, or the owner gives up
+    // Set when a new connection takes over, or the owner gives up. Its waiters resume on the client's
+    // executor, not inline on the owner's heartbeat thread, which must not run pipeline code.
+    AsyncEvent replaced;
     absl::Status given_up;  // under the link's mutex: OK unless GiveUp ended this generation's waits
   };
 

@@ -635,6 +635,7 @@ std::string EncodeJournalEvent(const JournalEvent& message) {
   AppendVarintField(&out, 11, message.split_index);
   AppendVarintField(&out, 12, message.begin);
   AppendVarintField(&out, 13, message.end);
+  AppendStringField(&out, 14, message.reason);
   return out;
 }
 
@@ -672,6 +673,8 @@ absl::StatusOr<JournalEvent> DecodeJournalEvent(std::string_view bytes) {
             return ReadVarintInto(kName, r, field, type, &message.begin);
           case 13:
             return ReadVarintInto(kName, r, field, type, &message.end);
+          case 14:
+            return ReadBytesInto(kName, r, field, type, &message.reason);
           default:
             return false;
         }

@@ -159,8 +159,8 @@ enum class JournalEventKind : uint32_t {
   kWorkerRegistered = 4,    // id, address
   kTaskCreated = 5,         // id, job_id, iteration, worker_id
   kTaskFinished = 6,        // id, worker_id, error (OK: every element handed out)
-  kWorkerDropped = 7,       // id, address (why)
-  kIterationCancelled = 8,  // job_id, iteration, address (why)
+  kWorkerDropped = 7,       // id, reason
+  kIterationCancelled = 8,  // job_id, iteration, reason
   kSplitGiven = 9,          // id (the task), split_index, begin, end
 };
 struct JournalEvent {
@@ -177,6 +177,7 @@ struct JournalEvent {
   uint64_t split_index = 0;
   uint64_t begin = 0;
   uint64_t end = 0;
+  std::string reason;  // why, for the log line replay does not print
 };
 std::string EncodeJournalEvent(const JournalEvent& message);
 absl::StatusOr<JournalEvent> DecodeJournalEvent(std::string_view bytes);

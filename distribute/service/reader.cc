@@ -123,9 +123,6 @@ void ServiceReader::Impl::Release(DispatcherLink* dispatcher, uint64_t job_id, u
 
 void ServiceReader::Impl::Run(std::stop_token stop) {
   const std::string where = absl::StrCat("Distribute (dispatcher ", options.dispatcher_address, ")");
-  absl::StatusOr<HostPort> address = ParseHostPort(options.dispatcher_address);
-  if (!address.ok())
-    return Fail(absl::InvalidArgumentError(absl::StrCat(where, ": ", address.status().message())));
   const auto dispatcher_timeout =
       std::chrono::milliseconds(std::max<int64_t>(1, options.dispatcher_timeout_ms));
   ClientOptions dispatcher_options;
@@ -134,7 +131,10 @@ void ServiceReader::Impl::Run(std::stop_token stop) {
       std::min<std::chrono::milliseconds>(dispatcher_timeout, kReconnectTimeout);
   absl::StatusOr<std::unique_ptr<DispatcherLink>> dispatcher =
       DispatcherLink::Connect(options.dispatcher_address, dispatcher_options);
-  if (!dispatcher.ok()) return Fail(dispatcher.status());
+  if (!dispatcher.ok()) {  // a malformed address (InvalidArgument) or no dispatcher there (Unavailable)
+    return Fail(
+        absl::Status(dispatcher.status().code(), absl::StrCat(where, ": ", dispatcher.status().message())));
+  }
 
   GetOrCreateJobRequest job_request;
   job_request.graph = graph;

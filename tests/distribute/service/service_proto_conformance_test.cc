@@ -173,6 +173,14 @@ TEST_F(ProtoConformanceTest, JournalEvents) {
   given.begin = 100;
   given.end = 200;
   EXPECT_EQ(*split, EncodeJournalEvent(given));
+  absl::StatusOr<std::string> left =
+      ProtocEncode("JournalEvent", R"(kind: WORKER_DROPPED id: 4 reason: "stopping")");
+  ASSERT_TRUE(left.ok()) << left.status();
+  JournalEvent dropped;
+  dropped.kind = JournalEventKind::kWorkerDropped;
+  dropped.id = 4;
+  dropped.reason = "stopping";
+  EXPECT_EQ(*left, EncodeJournalEvent(dropped));
 }
 
 TEST_F(ProtoConformanceTest, Agreement) {
