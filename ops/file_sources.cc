@@ -304,7 +304,8 @@ std::unique_ptr<Stream<std::string>> ListFilesNode::MakeNameStream(const Iterato
   }
   const size_t count = names->size();
   std::vector<size_t> order;
-  if (shuffle_ && count > 1) order = ShuffledOrder(count, seed, pass);
+  // The position saves the pass index; its number (by epoch) is what seeds the order.
+  if (shuffle_ && count > 1) order = ShuffledOrder(count, seed, state.PassNumber(pass));
   if (!position.has_value()) return std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);
   if (position->index < 0 || static_cast<uint64_t>(position->index) > count || (!shuffle_ && position->offset != 0)) {
     auto stream = std::make_unique<NameStream>(std::move(names), std::move(order), pass, 0);

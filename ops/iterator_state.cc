@@ -3,15 +3,26 @@
 #include <algorithm>
 #include <random>
 #include <unordered_map>
+#include <utility>
 
 namespace sluice {
 namespace {
 
 constexpr size_t kMinPruneAt = 64;
+// Salts that keep a deeper epoch's number and a pass index's number apart.
+constexpr uint64_t kEpochSalt = 0x6a09e667f3bcc908ULL;
+constexpr uint64_t kIndexSalt = 0xbb67ae8584caa73bULL;
 
 uint64_t DrawSeed() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+uint64_t MixPass(uint64_t number, uint64_t salt, uint64_t i) {
+  uint64_t x = number ^ (salt + i * 0x9e3779b97f4a7c15ULL);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 // True when `w` was made from a shared_ptr (alive or not), false for an empty weak_ptr.
@@ -22,9 +33,8 @@ bool RefersToSomething(const std::weak_ptr<const void>& w) {
 
 }  // namespace
 
-IteratorState::IteratorState(uint64_t first_pass) : first_pass_(first_pass), prune_at_(kMinPruneAt) {}
-
-IteratorState::Entry& IteratorState::EntryLocked(const NodeKey& key) {
+template <class V>
+V& IteratorState::NodeTable<V>::At(const NodeKey& key) {
   auto it = entries_.find(key.node);
   if (it == entries_.end()) {
     if (entries_.size() >= prune_at_) {
@@ -32,41 +42,64 @@ IteratorState::Entry& IteratorState::EntryLocked(const NodeKey& key) {
       prune_at_ = std::max(kMinPruneAt, 2 * entries_.size());
     }
     it = entries_.try_emplace(key.node).first;
-    it->second.record.next_pass = first_pass_;
   } else if (it->second.Stale()) {
     // A destroyed node's entry at this address belongs to nobody now: the node asking is a new one.
     it->second = Entry{};
-    it->second.record.next_pass = first_pass_;
   }
   Entry& entry = it->second;
   if (!entry.tracked && RefersToSomething(key.alive)) {
     entry.alive = key.alive;
     entry.tracked = true;
   }
-  return entry;
+  return entry.value;
+}
+
+template <class V>
+const V* IteratorState::NodeTable<V>::Find(const OpNode& node) const {
+  auto it = entries_.find(&node);
+  if (it == entries_.end() || it->second.Stale()) return nullptr;
+  return &it->second.value;
+}
+
+IteratorState::IteratorState(uint64_t first_pass)
+    : IteratorState(std::make_shared<Shared>(first_pass), first_pass, 0) {}
+
+IteratorState::IteratorState(std::shared_ptr<Shared> shared, uint64_t base, uint64_t depth)
+    : shared_(std::move(shared)), base_(base), depth_(depth) {}
+
+uint64_t IteratorState::first_pass() const { return shared_->first_pass; }
+
+std::shared_ptr<IteratorState> IteratorState::ForEpoch(uint64_t epoch) const {
+  uint64_t base = base_ + epoch;
+  if (depth_ > 0) base = epoch == 0 ? base_ : MixPass(base_, kEpochSalt, epoch);
+  return std::shared_ptr<IteratorState>(new IteratorState(shared_, base, depth_ + 1));
 }
 
 uint64_t IteratorState::Seed(const NodeKey& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& entry = EntryLocked(key);
-  if (!entry.record.seed.has_value()) entry.record.seed = DrawSeed();
-  return *entry.record.seed;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  SharedEntry& entry = shared_->nodes.At(key);
+  if (!entry.seed.has_value()) entry.seed = DrawSeed();
+  return *entry.seed;
 }
 
 uint64_t IteratorState::BeginPass(const NodeKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  return EntryLocked(key).record.next_pass++;
+  return next_passes_.At(key)++;
 }
 
-void IteratorState::ResumePass(const NodeKey& key, uint64_t pass) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& entry = EntryLocked(key);
-  entry.record.next_pass = std::max(entry.record.next_pass, pass + 1);
+uint64_t IteratorState::PassNumber(uint64_t index) const {
+  return index == 0 ? base_ : MixPass(base_, kIndexSalt, index);
 }
 
-void IteratorState::RewindPass(const NodeKey& key, uint64_t pass) {
+void IteratorState::ResumePass(const NodeKey& key, uint64_t index) {
   std::lock_guard<std::mutex> lock(mu_);
-  EntryLocked(key).record.next_pass = pass + 1;
+  uint64_t& next = next_passes_.At(key);
+  next = std::max(next, index + 1);
+}
+
+void IteratorState::RewindPass(const NodeKey& key, uint64_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  next_passes_.At(key) = index + 1;
 }
 
 std::vector<uint64_t> IteratorState::NextPasses(const std::vector<NodeKey>& keys) {
@@ -74,27 +107,30 @@ std::vector<uint64_t> IteratorState::NextPasses(const std::vector<NodeKey>& keys
   if (keys.empty()) return next_passes;
   next_passes.reserve(keys.size());
   std::lock_guard<std::mutex> lock(mu_);
-  for (const NodeKey& key : keys) next_passes.push_back(EntryLocked(key).record.next_pass);
+  for (const NodeKey& key : keys) next_passes.push_back(next_passes_.At(key));
   return next_passes;
 }
 
 void IteratorState::SetNextPasses(const std::vector<NodeKey>& keys,
                                   const std::vector<uint64_t>& next_passes) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < keys.size() && i < next_passes.size(); ++i) {
-    EntryLocked(keys[i]).record.next_pass = next_passes[i];
-  }
+  for (size_t i = 0; i < keys.size() && i < next_passes.size(); ++i)
+    next_passes_.At(keys[i]) = next_passes[i];
 }
 
 void IteratorState::Restore(const NodeKey& key, const NodeRecord& record) {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->nodes.At(key).seed = record.seed;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  EntryLocked(key).record = record;
+  next_passes_.At(key) = record.next_pass;
 }
 
 std::shared_ptr<void> IteratorState::ResourceErased(const NodeKey& key, const std::type_info& type,
                                                     absl::FunctionRef<std::shared_ptr<void>()> make) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& entry = EntryLocked(key);
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  SharedEntry& entry = shared_->nodes.At(key);
   if (entry.resource == nullptr || entry.resource_type == nullptr || *entry.resource_type != type) {
     entry.resource = make();
     entry.resource_type = &type;
@@ -104,24 +140,34 @@ std::shared_ptr<void> IteratorState::ResourceErased(const NodeKey& key, const st
 
 std::shared_ptr<void> IteratorState::FindResourceErased(const OpNode& node,
                                                         const std::type_info& type) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(&node);
-  if (it == entries_.end() || it->second.Stale()) return nullptr;
-  const Entry& entry = it->second;
-  if (entry.resource_type == nullptr || *entry.resource_type != type) return nullptr;
-  return entry.resource;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  const SharedEntry* entry = shared_->nodes.Find(node);
+  if (entry == nullptr || entry->resource_type == nullptr || *entry->resource_type != type) return nullptr;
+  return entry->resource;
 }
 
 std::optional<IteratorState::NodeRecord> IteratorState::Find(const OpNode& node) const {
+  std::optional<NodeRecord> record;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (const SharedEntry* entry = shared_->nodes.Find(node)) record = NodeRecord{entry->seed, 0};
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(&node);
-  if (it == entries_.end() || it->second.Stale()) return std::nullopt;
-  return it->second.record;
+  if (const uint64_t* next = next_passes_.Find(node)) {
+    if (!record) record.emplace();
+    record->next_pass = *next;
+  }
+  return record;
 }
 
 size_t IteratorState::entries() const {
+  size_t shared_entries = 0;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_entries = shared_->nodes.size();
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
+  return shared_entries + next_passes_.size();
 }
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "sluice/ops/dataset.h"
 #include "sluice/ops/op_node.h"
+#include "tests/ops/test_helpers.h"
 
 namespace sluice {
 namespace iterator_state_test_file {
@@ -35,7 +36,7 @@ TEST(IteratorStateTest, SeedIsDrawnOnceAndDiffersBetweenStates) {
   EXPECT_FALSE(a.Find(*SomeNode()).has_value());
 }
 
-TEST(IteratorStateTest, PassesCountPerNodeFromFirstPass) {
+TEST(IteratorStateTest, PassesCountPerNodeFromIndexZero) {
   NodePtr<int64_t> x = SomeNode();
   NodePtr<int64_t> y = SomeNode();
   IteratorState state;
@@ -44,18 +45,80 @@ TEST(IteratorStateTest, PassesCountPerNodeFromFirstPass) {
   EXPECT_EQ(state.BeginPass({x.get(), x}), 1u);
   EXPECT_EQ(state.BeginPass({y.get(), y}), 0u);
   EXPECT_EQ(state.BeginPass({x.get(), x}), 2u);
-  EXPECT_EQ(state.Find(*x), (IteratorState::NodeRecord{std::nullopt, 3}));
+  EXPECT_EQ(state.PassNumber(0), 0u);
 
-  IteratorState epoch3(3);
-  EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 3u);
-  EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 4u);
-  // Resuming a pass: later new passes come after it, never before one already begun.
+  IteratorState epoch3(3);  // a DistributedDataset's fourth iterator
+  EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 0u);
+  EXPECT_EQ(epoch3.PassNumber(0), 3u);
+  EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 1u);
+  // A resumed pass: new passes continue after it, never before the counter.
   epoch3.ResumePass({x.get(), x}, 9);
   EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 10u);
   epoch3.ResumePass({x.get(), x}, 1);
   EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 11u);
   epoch3.ResumePass({y.get(), y}, 0);
-  EXPECT_EQ(epoch3.BeginPass({y.get(), y}), 3u);  // a new entry starts at first_pass, resumed pass 0 is behind it
+  EXPECT_EQ(epoch3.BeginPass({y.get(), y}), 1u);
+  // A rewound one (a compact mark older than the counter): new passes continue right after it.
+  epoch3.RewindPass({x.get(), x}, 4);
+  EXPECT_EQ(epoch3.BeginPass({x.get(), x}), 5u);
+}
+
+TEST(IteratorStateTest, PassNumbersAreDistinctAcrossIndicesAndEpochs) {
+  IteratorState root(2);
+  std::set<uint64_t> numbers;
+  for (uint64_t index = 0; index < 50; ++index) numbers.insert(root.PassNumber(index));
+  for (uint64_t outer = 0; outer < 20; ++outer) {
+    std::shared_ptr<IteratorState> epoch = root.ForEpoch(outer);
+    // Directly under the root, epoch e's first pass is first_pass + e, as a DistributedDataset's epochs.
+    EXPECT_EQ(epoch->PassNumber(0), 2 + outer);
+    // Epoch 0 directly under the root numbers as the root does (a node is either inside the Repeat or
+    // outside it, so the two never meet unless one node is both).
+    if (outer > 0) {
+      numbers.insert(epoch->PassNumber(0));
+      for (uint64_t index = 1; index < 5; ++index) numbers.insert(epoch->PassNumber(index));
+    }
+    for (uint64_t inner = 1; inner < 5; ++inner) numbers.insert(epoch->ForEpoch(inner)->PassNumber(0));
+    // An inner Repeat's first epoch continues the enclosing epoch's first pass.
+    EXPECT_EQ(epoch->ForEpoch(0)->PassNumber(0), epoch->PassNumber(0));
+  }
+  EXPECT_EQ(numbers.size(), 50u + 19 + 19 * 4 + 20 * 4);
+}
+
+TEST(IteratorStateTest, EpochsShareSeedsAndResourcesButNotPassCounters) {
+  NodePtr<int64_t> x = SomeNode();
+  IteratorState root;
+  const uint64_t seed = root.Seed({x.get(), x});
+  root.Resource<int>({x.get(), x}, [] { return std::make_shared<int>(7); });
+  EXPECT_EQ(root.BeginPass({x.get(), x}), 0u);
+  std::shared_ptr<IteratorState> epoch = root.ForEpoch(1);
+  EXPECT_EQ(epoch->Seed({x.get(), x}), seed);
+  EXPECT_EQ(*epoch->Resource<int>({x.get(), x}, [] { return std::make_shared<int>(-1); }), 7);
+  EXPECT_EQ(epoch->BeginPass({x.get(), x}), 0u);
+  EXPECT_EQ(epoch->BeginPass({x.get(), x}), 1u);
+  EXPECT_EQ(root.BeginPass({x.get(), x}), 1u);
+  EXPECT_EQ(epoch->Find(*x), (IteratorState::NodeRecord{seed, 2}));
+  EXPECT_EQ(root.Find(*x), (IteratorState::NodeRecord{seed, 2}));
+  // A seed drawn in an epoch is the whole iterator's.
+  NodePtr<int64_t> y = SomeNode();
+  EXPECT_EQ(root.Seed({y.get(), y}), epoch->Seed({y.get(), y}));
+}
+
+// The bug that made pass numbers per epoch (property test seed 10, pipeline 1327): a parallel Map runs
+// ahead of a Take through an inner Repeat and begins later inner epochs' shuffles. With one counter per
+// node, the outer Repeat's next epoch began at a pass number that depended on how far it got, so the
+// output differed from the same pipeline with a sequential Map, and from run to run.
+TEST(IteratorStateTest, RunningAheadThroughAnInnerRepeatDoesNotChangeLaterEpochs) {
+  auto pipeline = [](int64_t parallel_calls) {
+    return Range(4)
+        .Shuffle(4, /*seed=*/11)
+        .Repeat(20)
+        .Map([](int64_t v) { return v; }, {.num_parallel_calls = parallel_calls, .deterministic = true})
+        .Take(4)
+        .Repeat(5);
+  };
+  const std::vector<int64_t> expected = test_ops::Values(pipeline(0));
+  ASSERT_EQ(expected.size(), 20u);
+  for (int run = 0; run < 20; ++run) ASSERT_EQ(test_ops::Values(pipeline(8)), expected) << "run " << run;
 }
 
 TEST(IteratorStateTest, ResourceIsMadeOncePerNode) {

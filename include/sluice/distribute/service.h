@@ -248,7 +248,7 @@ class DataServiceNode final : public Node<T>,
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
     IteratorState& state = *context->state;
     const IteratorState::NodeKey key{this, this->weak_from_this()};
-    const auto pass = static_cast<int64_t>(state.BeginPass(key));
+    const auto pass = static_cast<int64_t>(state.PassNumber(state.BeginPass(key)));
     auto job = state.Resource<std::atomic<uint64_t>>(key, [] { return new std::atomic<uint64_t>(0); });
     return std::make_unique<DataServiceStream>(std::make_unique<ServiceReader>(
         graph_, ElementTypeName<T>(), options_, pass, std::move(job), context));

@@ -47,8 +47,9 @@ struct Options;
 // 2: Shard saves a call left pending. 3: Repeat saves the pass counters below it; compact Shuffle.
 // 4: Concatenate saves the pass counters below its second input. 5: compact Prefetch, ParallelMap and
 // Shuffle save the elements after their mark (marks every kMarkInterval elements); ParsedExample elements
-// carry their feature names.
-inline constexpr uint64_t kCheckpointFormatVersion = 5;
+// carry their feature names. 6: pass counters count per Repeat epoch (IteratorState::ForEpoch): the
+// records and ListFiles/Shuffle positions hold pass indices, and Repeat saves its epoch.
+inline constexpr uint64_t kCheckpointFormatVersion = 6;
 
 class SLUICE_EXPORT CheckpointWriter {
  public:

@@ -28,7 +28,7 @@
 //   next file is opened a position may be the end of file i, which resumes the same as {i + 1, 0}.
 //   MakeStreamAt(context, {i, offset}) reads file i from that offset (as the readers' start_offset:
 //   a bad offset is the reader's error element for that file, naming it, and reading goes on with the
-//   next file), then the files after it. ListFiles: {index in this pass's order, pass}; MakeStreamAt
+//   next file), then the files after it. ListFiles: {index in this pass's order, pass index}; MakeStreamAt
 //   rebuilds that pass's order (the same shuffle) from the index on, and the iterator's later passes
 //   continue after it. Unseeded, the order also depends on the seed the iterator drew: resume within the
 //   iterator whose position it was (or, later, one whose IteratorState was restored).

@@ -99,7 +99,7 @@ struct IteratorContext {
   };
   ShardHint shard_hint;
   // Seeds drawn for unseeded ops, pass counters and memory caches of this iterator: never null, never
-  // shared with another iterator (sluice/ops/iterator_state.h).
+  // shared with another iterator (sluice/ops/iterator_state.h). Below a Repeat, the state of its epoch.
   std::shared_ptr<IteratorState> state = std::make_shared<IteratorState>();
   // The iterator's autotuner, made by the first kAutotune op that needs one: see sluice/ops/autotune.h.
   // Shared by every context derived from this one (Derive), so the whole iterator has one tuner.

@@ -2,10 +2,13 @@
 // the input, so shuffles with reshuffle_each_iteration reshuffle. Repeat(0) is empty. An input that
 // yields nothing ends the repetition, so Repeat(-1) over an empty input ends instead of spinning.
 // Cardinality as tf.data: count < 0 gives infinite (0 for an empty input); count * input otherwise.
-// Checkpoints: besides its counters, a Repeat saves the pass counters of the nodes below it that number
-// their passes (OpNode::begins_passes). A compact mark can be older than the save (a Prefetch or Shuffle
-// above keeps the mark of an element it pulled earlier), and the epochs begun after a restore from it must
-// get the pass numbers, so the shuffle orders, they had, not the counters the save found.
+// Each epoch's streams get a context whose IteratorState is the epoch's (IteratorState::ForEpoch), so
+// the passes below are numbered by epoch, not by how many streams began before (a parallel op running
+// ahead through an inner Repeat would otherwise shift the numbers of the outer Repeat's next epoch).
+// Checkpoints: besides its counters and epoch, a Repeat saves the epoch's pass counters of the nodes below
+// it that number their passes (OpNode::begins_passes). A compact mark can be older than the save (a
+// Prefetch or Shuffle above keeps the mark of an element it pulled earlier), and the passes begun after a
+// restore from it must get the indices they had, not the counters the save found.
 #ifndef SLUICE_OPS_REPEAT_H_
 #define SLUICE_OPS_REPEAT_H_
 
@@ -38,32 +41,36 @@ class RepeatNode final : public Node<T> {
     if (n < 0) return n;
     return n * count_;
   }
-  // The first epoch's input is made here, not at the first Poll, so that its passes are begun in order
-  // and a compact mark taken before the first Poll holds the input's own mark (its pass) rather than
-  // "not started", which a restore would begin as a new pass.
+  // The first epoch's input is made here, not at the first Poll, so that a compact mark taken before the
+  // first Poll holds the input's own mark (its pass) rather than "not started", which a restore would
+  // begin as a new pass.
   std::unique_ptr<Stream<T>> MakeStream(IteratorContextPtr context) const override {
-    auto stream = std::make_unique<RepeatStream>(input_, context, count_);
-    if (count_ != 0) stream->input_ = input_->MakeStream(std::move(context));
+    auto stream = std::make_unique<RepeatStream>(input_, std::move(context), count_, 0);
+    if (count_ != 0) stream->input_ = input_->MakeStream(stream->BeginEpoch());
     return stream;
   }
-  // State: epochs still to start, whether this epoch yielded, and the current epoch's input when open.
-  // Pass counters of the ops inside live in the iterator's records, which the checkpoint restores.
+  // State: epochs still to start, whether this epoch yielded, whether its input is open, the epoch's
+  // index, and the epoch's pass counters; then the open input's state.
   absl::StatusOr<std::unique_ptr<Stream<T>>> RestoreStream(IteratorContextPtr context,
                                                            const CheckpointReader& reader,
                                                            const std::string& path) const override {
     int64_t remaining = 0;
     bool yielded = false;
     bool open = false;
+    uint64_t epoch = 0;
     std::vector<uint64_t> next_passes;
-    if (absl::Status s = reader.ReadState(path, &remaining, &yielded, &open, &next_passes); !s.ok()) return s;
-    auto stream = std::make_unique<RepeatStream>(input_, context, remaining);
+    if (absl::Status s = reader.ReadState(path, &remaining, &yielded, &open, &epoch, &next_passes); !s.ok()) {
+      return s;
+    }
+    auto stream = std::make_unique<RepeatStream>(input_, std::move(context), remaining, epoch);
     if (next_passes.size() != stream->pass_nodes_.size()) {
       return reader.Corrupt(path, absl::DataLossError(absl::StrCat(next_passes.size(), " pass counters for ",
                                                                    stream->pass_nodes_.size(), " nodes")));
     }
-    context->state->SetNextPasses(stream->pass_nodes_, next_passes);
     if (open) {
-      auto input = input_->RestoreStream(std::move(context), reader, ChildNodePath(path, 0));
+      IteratorContextPtr epoch_context = stream->BeginEpoch();
+      epoch_context->state->SetNextPasses(stream->pass_nodes_, next_passes);
+      auto input = input_->RestoreStream(std::move(epoch_context), reader, ChildNodePath(path, 0));
       if (!input.ok()) return input.status();
       stream->input_ = std::move(*input);
     }
@@ -74,42 +81,57 @@ class RepeatNode final : public Node<T> {
  private:
   class RepeatStream final : public Stream<T> {
    public:
-    RepeatStream(NodePtr<T> input, IteratorContextPtr context, int64_t count)
-        : input_node_(std::move(input)), context_(std::move(context)), remaining_(count) {
+    RepeatStream(NodePtr<T> input, IteratorContextPtr context, int64_t count, uint64_t epoch)
+        : input_node_(std::move(input)), context_(std::move(context)), remaining_(count), epoch_(epoch) {
       CollectPassNodes(input_node_, &pass_nodes_);
     }
     PollState Poll(absl::StatusOr<T>* out) override {
       for (;;) {
         if (!input_) {
           if (remaining_ == 0) return PollState::kEnd;
-          input_ = input_node_->MakeStream(context_);
+          input_ = input_node_->MakeStream(BeginEpoch());
           yielded_this_epoch_ = false;
         }
         PollState state = input_->Poll(out);
         if (state == PollState::kReady) yielded_this_epoch_ = true;
         if (state != PollState::kEnd) return state;
         input_.reset();
+        epoch_state_.reset();
+        ++epoch_;
         if (remaining_ > 0) --remaining_;
         if (!yielded_this_epoch_) return PollState::kEnd;
       }
     }
     Task<void> WaitReady() override { return input_ ? input_->WaitReady() : Stream<T>::WaitReady(); }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
-      writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr,
-                         context_->state->NextPasses(pass_nodes_));
+      writer->WriteState(path, remaining_, yielded_this_epoch_, input_ != nullptr, epoch_, EpochPasses());
       if (!input_) return Stream<T>::SaveResult(absl::OkStatus());
       return input_->Save(std::move(writer), ChildNodePath(path, 0));
     }
     bool Mark(MarkWriter& mark) const override {
-      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr,
-                 context_->state->NextPasses(pass_nodes_));
+      mark.Write(remaining_, yielded_this_epoch_, input_ != nullptr, epoch_, EpochPasses());
       return !input_ || mark.Input(0, *input_);
     }
 
+    // The context of epoch `epoch_`'s streams (made at its start).
+    IteratorContextPtr BeginEpoch() {
+      std::shared_ptr<IteratorContext> context = context_->Derive();
+      context->state = context_->state->ForEpoch(epoch_);
+      epoch_state_ = context->state;
+      return context;
+    }
+
    private:
+    std::vector<uint64_t> EpochPasses() const {
+      if (epoch_state_ == nullptr) return std::vector<uint64_t>(pass_nodes_.size(), 0);
+      return epoch_state_->NextPasses(pass_nodes_);
+    }
+
     NodePtr<T> input_node_;
     IteratorContextPtr context_;
     int64_t remaining_;  // epochs still to start; < 0: endless
+    uint64_t epoch_;     // the epoch input_ reads, or the next one to start
+    std::shared_ptr<IteratorState> epoch_state_;  // epoch_'s, once it started
 
    public:
     std::vector<IteratorState::NodeKey> pass_nodes_;  // see the file comment

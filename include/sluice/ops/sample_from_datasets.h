@@ -380,7 +380,8 @@ class SampleFromDatasetsNode final : public Node<T>, public std::enable_shared_f
     for (const NodePtr<T>& input : inputs_) streams.push_back(input->MakeStream(context));
     const IteratorState::NodeKey key{this, this->weak_from_this()};
     uint64_t seed = seed_ ? *seed_ : context->state->Seed(key);
-    if (rerandomize_) seed = ShufflePassSeed(seed, context->state->BeginPass(key));
+    if (rerandomize_)
+      seed = ShufflePassSeed(seed, context->state->PassNumber(context->state->BeginPass(key)));
     using Selector = detail_directed::RandomSelector;
     return std::make_unique<detail_directed::DirectedStream<T, Selector>>(
         "SampleFromDatasets", Selector(weights_, seed), std::move(streams), stop_on_empty_);

@@ -96,10 +96,12 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
     IteratorState& state = *context->state;
     const IteratorState::NodeKey key{this, this->weak_from_this()};
     const uint64_t seed = seed_ ? *seed_ : state.Seed(key);
+    // The pass index is what a state saves; its number (by epoch) is what seeds the order.
     const uint64_t pass = reshuffle_ ? state.BeginPass(key) : 0;
+    const uint64_t pass_number = reshuffle_ ? state.PassNumber(pass) : 0;
     const bool compact = context->options.compact_checkpoints;
     auto stream = std::make_unique<ShuffleStream>(input_->MakeStream(std::move(context)), buffer_size_,
-                                                  ShufflePassSeed(seed, pass));
+                                                  ShufflePassSeed(seed, pass_number));
     stream->pass_ = pass;
     if (compact) stream->StartMarking();
     return stream;
@@ -152,7 +154,7 @@ class ShuffleNode final : public Node<T>, public std::enable_shared_from_this<Sh
   struct CompactState {
     uint64_t rng = 0;        // the generator now: the replay must end there
     uint64_t pass_seed = 0;  // the generator at the pass's start
-    uint64_t pass = 0;       // the iterator's pass number of this node
+    uint64_t pass = 0;       // the node's pass index in its IteratorState
     int64_t emitted = 0;
     int64_t pulled = 0;
     bool input_done = false;
