@@ -69,10 +69,24 @@ IteratorState::IteratorState(std::shared_ptr<Shared> shared, uint64_t base, uint
 
 uint64_t IteratorState::first_pass() const { return shared_->first_pass; }
 
+uint64_t IteratorState::base() const { return base_.load(std::memory_order_relaxed); }
+
+uint64_t IteratorState::EpochBase(uint64_t epoch) const {
+  const uint64_t base = base_.load(std::memory_order_relaxed);
+  if (depth_.load(std::memory_order_relaxed) == 0) return base + epoch;
+  return epoch == 0 ? base : MixPass(base, kEpochSalt, epoch);
+}
+
 std::shared_ptr<IteratorState> IteratorState::ForEpoch(uint64_t epoch) const {
-  uint64_t base = base_ + epoch;
-  if (depth_ > 0) base = epoch == 0 ? base_ : MixPass(base_, kEpochSalt, epoch);
-  return std::shared_ptr<IteratorState>(new IteratorState(shared_, base, depth_ + 1));
+  return std::shared_ptr<IteratorState>(
+      new IteratorState(shared_, EpochBase(epoch), depth_.load(std::memory_order_relaxed) + 1));
+}
+
+void IteratorState::ReuseForEpoch(const IteratorState& parent, uint64_t epoch) {
+  base_.store(parent.EpochBase(epoch), std::memory_order_relaxed);
+  depth_.store(parent.depth_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  next_passes_.Clear();
 }
 
 uint64_t IteratorState::Seed(const NodeKey& key) {
@@ -88,7 +102,8 @@ uint64_t IteratorState::BeginPass(const NodeKey& key) {
 }
 
 uint64_t IteratorState::PassNumber(uint64_t index) const {
-  return index == 0 ? base_ : MixPass(base_, kIndexSalt, index);
+  const uint64_t base = base_.load(std::memory_order_relaxed);
+  return index == 0 ? base : MixPass(base, kIndexSalt, index);
 }
 
 void IteratorState::ResumePass(const NodeKey& key, uint64_t index) {

@@ -103,6 +103,22 @@ TEST(IteratorStateTest, EpochsShareSeedsAndResourcesButNotPassCounters) {
   EXPECT_EQ(root.Seed({y.get(), y}), epoch->Seed({y.get(), y}));
 }
 
+TEST(IteratorStateTest, AReusedEpochStateIsWhatForEpochMakes) {
+  NodePtr<int64_t> x = SomeNode();
+  IteratorState root(4);
+  std::shared_ptr<IteratorState> outer = root.ForEpoch(2);
+  std::shared_ptr<IteratorState> inner = outer->ForEpoch(0);
+  inner->BeginPass({x.get(), x});
+  inner->BeginPass({x.get(), x});
+  inner->ReuseForEpoch(*outer, 5);
+  EXPECT_EQ(inner->base(), outer->ForEpoch(5)->base());
+  EXPECT_EQ(inner->PassNumber(3), outer->ForEpoch(5)->PassNumber(3));
+  EXPECT_EQ(inner->BeginPass({x.get(), x}), 0u);  // counters start afresh
+  // The depth follows the parent: one under the root numbers additively again.
+  inner->ReuseForEpoch(root, 3);
+  EXPECT_EQ(inner->base(), 7u);
+}
+
 // The bug that made pass numbers per epoch (property test seed 10, pipeline 1327): a parallel Map runs
 // ahead of a Take through an inner Repeat and begins later inner epochs' shuffles. With one counter per
 // node, the outer Repeat's next epoch began at a pass number that depended on how far it got, so the

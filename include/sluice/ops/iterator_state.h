@@ -35,6 +35,7 @@
 #ifndef SLUICE_OPS_ITERATOR_STATE_H_
 #define SLUICE_OPS_ITERATOR_STATE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -76,11 +77,14 @@ class SLUICE_EXPORT IteratorState {
 
   uint64_t first_pass() const;
   // The number of pass index 0 in this state.
-  uint64_t base() const { return base_; }
+  uint64_t base() const;
 
   // The state of a Repeat's epoch `epoch` (0 for the first) of a stream made with this state: the same
   // seeds and resources, its own pass counters.
   std::shared_ptr<IteratorState> ForEpoch(uint64_t epoch) const;
+  // Makes this state what parent.ForEpoch(epoch) would return, in place (counters cleared). Only for a
+  // state of the same parent that nothing else uses any more (a Repeat's previous epoch).
+  void ReuseForEpoch(const IteratorState& parent, uint64_t epoch);
 
   // The node's seed in this iterator: drawn at the first call, the same at every later one.
   uint64_t Seed(const NodeKey& key);
@@ -134,6 +138,7 @@ class SLUICE_EXPORT IteratorState {
     V& At(const NodeKey& key);
     const V* Find(const OpNode& node) const;
     size_t size() const { return entries_.size(); }
+    void Clear() { entries_.clear(); }
 
    private:
     struct Entry {
@@ -158,13 +163,16 @@ class SLUICE_EXPORT IteratorState {
   };
 
   IteratorState(std::shared_ptr<Shared> shared, uint64_t base, uint64_t depth);
+  uint64_t EpochBase(uint64_t epoch) const;
   std::shared_ptr<void> ResourceErased(const NodeKey& key, const std::type_info& type,
                                        absl::FunctionRef<std::shared_ptr<void>()> make);
   std::shared_ptr<void> FindResourceErased(const OpNode& node, const std::type_info& type) const;
 
   const std::shared_ptr<Shared> shared_;
-  const uint64_t base_;
-  const uint64_t depth_;  // Repeats above this state: 0 at the root
+  // Atomic only because ReuseForEpoch changes them while the previous epoch's streams, gone by then, may
+  // have read them last on other threads; no order is needed.
+  std::atomic<uint64_t> base_;
+  std::atomic<uint64_t> depth_;  // Repeats above this state: 0 at the root
   mutable std::mutex mu_;
   NodeTable<uint64_t> next_passes_;
 };

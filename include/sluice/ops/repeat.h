@@ -96,7 +96,6 @@ class RepeatNode final : public Node<T> {
         if (state == PollState::kReady) yielded_this_epoch_ = true;
         if (state != PollState::kEnd) return state;
         input_.reset();
-        epoch_state_.reset();
         ++epoch_;
         if (remaining_ > 0) --remaining_;
         if (!yielded_this_epoch_) return PollState::kEnd;
@@ -113,17 +112,23 @@ class RepeatNode final : public Node<T> {
       return !input_ || mark.Input(0, *input_);
     }
 
-    // The context of epoch `epoch_`'s streams (made at its start).
+    // The context of epoch `epoch_`'s streams (made at its start). The last epoch's context and state
+    // are reused when nothing else holds them any more (its streams are gone), so that an epoch of a
+    // small input (FromTensors(x).Repeat()) costs no allocation.
     IteratorContextPtr BeginEpoch() {
-      std::shared_ptr<IteratorContext> context = context_->Derive();
-      context->state = context_->state->ForEpoch(epoch_);
-      epoch_state_ = context->state;
-      return context;
+      if (epoch_context_ != nullptr && epoch_context_.use_count() == 1 && epoch_state_.use_count() == 2) {
+        epoch_state_->ReuseForEpoch(*context_->state, epoch_);
+      } else {
+        epoch_context_ = context_->Derive();
+        epoch_state_ = context_->state->ForEpoch(epoch_);
+        epoch_context_->state = epoch_state_;
+      }
+      return epoch_context_;
     }
 
    private:
     std::vector<uint64_t> EpochPasses() const {
-      if (epoch_state_ == nullptr) return std::vector<uint64_t>(pass_nodes_.size(), 0);
+      if (!input_) return std::vector<uint64_t>(pass_nodes_.size(), 0);  // between epochs
       return epoch_state_->NextPasses(pass_nodes_);
     }
 
@@ -131,7 +136,8 @@ class RepeatNode final : public Node<T> {
     IteratorContextPtr context_;
     int64_t remaining_;  // epochs still to start; < 0: endless
     uint64_t epoch_;     // the epoch input_ reads, or the next one to start
-    std::shared_ptr<IteratorState> epoch_state_;  // epoch_'s, once it started
+    std::shared_ptr<IteratorContext> epoch_context_;  // the latest epoch's
+    std::shared_ptr<IteratorState> epoch_state_;      // ... and its state
 
    public:
     std::vector<IteratorState::NodeKey> pass_nodes_;  // see the file comment
