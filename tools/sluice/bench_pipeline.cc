@@ -24,6 +24,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/dataset.h"
 #include "sluice/io/example.h"
+#include "sluice/io/standardize.h"
 #include "sluice/io/tensor.h"
 #include "sluice/io/tfrecord.h"
 #include "tools/sluice/bench_process.h"
@@ -69,11 +71,7 @@ struct DecodeImage {
           absl::StrCat("image has ", bytes.size(), " bytes, expected ", kImageSize));
     }
     Tensor pixels = Tensor::Empty(DType::kFloat32, Shape({kImageSize}));
-    float* out = pixels.data<float>();
-    for (int i = 0; i < kImageSize; ++i) {
-      out[i] = (static_cast<float>(static_cast<uint8_t>(bytes[i])) * (1.0f / 255.0f) - kPixelMean) *
-               (1.0f / kPixelStd);
-    }
+    StandardizeBytes(bytes, 1.0f / 255.0f, kPixelMean, 1.0f / kPixelStd, pixels.data<float>());
     return ImageLabel(std::move(pixels), example.fixed[1].data<int64_t>()[0]);
   }
 };
@@ -85,11 +83,8 @@ struct DecodeFixed {
       return absl::InvalidArgumentError(absl::StrCat("record has ", record.size(), " bytes"));
     }
     Tensor pixels = Tensor::Empty(DType::kFloat32, Shape({kImageSize}));
-    float* out = pixels.data<float>();
-    for (int i = 0; i < kImageSize; ++i) {
-      out[i] = (static_cast<float>(static_cast<uint8_t>(record[1 + i])) * (1.0f / 255.0f) - kPixelMean) *
-               (1.0f / kPixelStd);
-    }
+    StandardizeBytes(std::string_view(record).substr(1), 1.0f / 255.0f, kPixelMean, 1.0f / kPixelStd,
+                     pixels.data<float>());
     return ImageLabel(std::move(pixels), static_cast<uint8_t>(record[0]));
   }
 };
