@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "sluice/ops/detail/mix64.h"
+
 namespace sluice {
 namespace {
 
@@ -19,10 +21,7 @@ uint64_t DrawSeed() {
 }
 
 uint64_t MixPass(uint64_t number, uint64_t salt, uint64_t i) {
-  uint64_t x = number ^ (salt + i * 0x9e3779b97f4a7c15ULL);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+  return ops::detail::Mix64(number ^ (salt + i * ops::detail::kGoldenGamma));
 }
 
 // True when `w` was made from a shared_ptr (alive or not), false for an empty weak_ptr.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/ops/detail/mix64.h"
 #include "sluice/ops/element_codec.h"
 #include "sluice/ops/iterator_state.h"
 #include "sluice/ops/node_path.h"
@@ -21,13 +22,8 @@ void CollectNodes(const std::shared_ptr<const OpNode>& node,
   for (const std::shared_ptr<const OpNode>& input : node->inputs()) CollectNodes(input, out);
 }
 
-// splitmix64's finaliser: a well-mixed 64-bit value of x.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// splitmix64's output for state x: a well-mixed 64-bit value of x.
+uint64_t Mix(uint64_t x) { return ops::detail::Mix64(x + ops::detail::kGoldenGamma); }
 
 }  // namespace
 

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/ops/detail/mix64.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/iterator_state.h"
 #include "sluice/ops/op_node.h"
@@ -51,12 +52,7 @@ class SplitMix64 {
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
   // SplitMix64(g.state()) continues g's sequence (a checkpoint saves it).
   uint64_t state() const { return state_; }
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t Next() { return detail::Mix64(state_ += detail::kGoldenGamma); }
   // __extension__: the 128-bit product is a GCC/Clang extension, and -Wpedantic users must not see it.
   __extension__ using Uint128 = unsigned __int128;
   // Uniform in [0, n) without modulo bias (Lemire's multiply-shift with rejection).
