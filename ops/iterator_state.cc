@@ -21,7 +21,7 @@ uint64_t DrawSeed() {
 }
 
 uint64_t MixPass(uint64_t number, uint64_t salt, uint64_t i) {
-  return ops::detail::Mix64(number ^ (salt + i * ops::detail::kGoldenGamma));
+  return ops::detail_mix::Mix64(number ^ (salt + i * ops::detail_mix::kGoldenGamma));
 }
 
 // True when `w` was made from a shared_ptr (alive or not), false for an empty weak_ptr.

@@ -23,7 +23,7 @@ void CollectNodes(const std::shared_ptr<const OpNode>& node,
 }
 
 // splitmix64's output for state x: a well-mixed 64-bit value of x.
-uint64_t Mix(uint64_t x) { return ops::detail::Mix64(x + ops::detail::kGoldenGamma); }
+uint64_t Mix(uint64_t x) { return ops::detail_mix::Mix64(x + ops::detail_mix::kGoldenGamma); }
 
 }  // namespace
 

@@ -52,7 +52,7 @@ class SplitMix64 {
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
   // SplitMix64(g.state()) continues g's sequence (a checkpoint saves it).
   uint64_t state() const { return state_; }
-  uint64_t Next() { return detail::Mix64(state_ += detail::kGoldenGamma); }
+  uint64_t Next() { return detail_mix::Mix64(state_ += detail_mix::kGoldenGamma); }
   // __extension__: the 128-bit product is a GCC/Clang extension, and -Wpedantic users must not see it.
   __extension__ using Uint128 = unsigned __int128;
   // Uniform in [0, n) without modulo bias (Lemire's multiply-shift with rejection).

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace sluice::ops::detail {
+namespace sluice::ops::detail_mix {
 
 // splitmix64's increment (2^64 divided by the golden ratio, odd).
 inline constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
@@ -18,6 +18,6 @@ constexpr uint64_t Mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-}  // namespace sluice::ops::detail
+}  // namespace sluice::ops::detail_mix
 
 #endif  // SLUICE_OPS_DETAIL_MIX64_H_
