@@ -42,7 +42,6 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,6 +61,7 @@
 #include "sluice/ops/cardinality.h"
 #include "sluice/ops/detail/async_stream_owner.h"
 #include "sluice/ops/detail/interleave_compact.h"
+#include "sluice/ops/detail/value_ring.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/interleave.h"
 #include "sluice/ops/nested_checkpoint.h"
@@ -400,7 +400,7 @@ class ParallelInterleaveNode final
         for (absl::StatusOr<U>& x : std::get<2>(saved[i])) slot.buffer.push_back(std::move(x));
         slot.ended = std::get<3>(saved[i]);
         if (compact_) {  // a full state has no marks: compact saves wait until this slot closes
-          slot.marks.resize(slot.buffer.size());
+          for (size_t k = 0; k < slot.buffer.size(); ++k) slot.marks.emplace_back();
           slot.unmarked = slot.stream != nullptr || slot.error.has_value();
         }
         if (slot.stream == nullptr && !slot.error) ++empty_;
@@ -447,7 +447,7 @@ class ParallelInterleaveNode final
       NodePtr<U> node;                     // its dataset's node, and the input element it came from
       SavedInput input{};
       std::optional<absl::Status> error;   // an input error or f failure, yielded in this slot's turn
-      std::deque<absl::StatusOr<U>> buffer;
+      detail_ring::ValueRing<absl::StatusOr<U>> buffer;  // no allocation or free per element (value_ring.h)
       bool busy = false;   // a worker owns `stream` (polling it or awaiting its WaitReady)
       bool ended = false;  // `stream` is over; the slot closes once `buffer` is drained
       // Compact checkpoints: the input index of the element that opened the slot (or failed), the input's
@@ -458,7 +458,7 @@ class ParallelInterleaveNode final
       StreamMark input_mark;
       std::string records;
       StreamMark returned;
-      std::deque<StreamMark> marks;
+      detail_ring::ValueRing<StreamMark> marks;
       bool unmarked = false;
 
       void ClearMarks() {
@@ -533,7 +533,7 @@ class ParallelInterleaveNode final
           }
           std::get<1>(slots[i]).emplace(slot.input, *std::move(state));
         }
-        std::get<2>(slots[i]).assign(slot.buffer.begin(), slot.buffer.end());
+        for (size_t k = 0; k < slot.buffer.size(); ++k) std::get<2>(slots[i]).push_back(slot.buffer[k]);
         std::get<3>(slots[i]) = slot.ended;
       }
       writer->WriteState(path, s->input_index_,

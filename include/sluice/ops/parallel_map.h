@@ -46,7 +46,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,16 +59,17 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
+#include "sluice/engine/task.h"
+#include "sluice/engine/thread_pool.h"
 #include "sluice/ops/autotune.h"
 #include "sluice/ops/detail/async_stream_owner.h"
-#include "sluice/ops/op_node.h"
+#include "sluice/ops/detail/value_ring.h"
 #include "sluice/ops/error_source.h"
 #include "sluice/ops/map.h"
+#include "sluice/ops/op_node.h"
 #include "sluice/ops/prefetch.h"
 #include "sluice/ops/user_function.h"
 #include "sluice/ops/user_function_stop.h"
-#include "sluice/engine/task.h"
-#include "sluice/engine/thread_pool.h"
 
 namespace sluice::ops {
 namespace detail_parallel {
@@ -377,7 +377,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         slot.reset();
       }
     } else {
-      for (absl::StatusOr<U>& result : completed_) carry_.push_back(std::move(result));
+      for (size_t k = 0; k < completed_.size(); ++k) carry_.push_back(std::move(completed_[k]));
       completed_.clear();
     }
     consumed_ += outstanding_;
@@ -721,7 +721,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   mutable std::mutex mu_;
   std::vector<std::optional<absl::StatusOr<U>>> ring_;  // deterministic: index % capacity_
-  std::deque<absl::StatusOr<U>> completed_;             // nondeterministic: completion order
+  detail_ring::ValueRing<absl::StatusOr<U>> completed_;  // nondeterministic: completion order
   size_t consumed_ = 0;
   size_t outstanding_ = 0;  // reserved or taken from the input and not yet returned
   size_t in_flight_ = 0;    // reserved and not yet stored (being pulled or computed)
