@@ -547,10 +547,14 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // awaiting it does: that Poll may block its thread (a Repeat destroying a finished async input off the
   // pool joins it there, and the joined workers need the pool), so workers must park meanwhile rather than
   // block pool threads on input_mu_.
+  //
+  // A worker that holds input_mu_ is polling the input itself: the consumer does not wait for it (a
+  // futex sleep per element when the input's Poll does real work, such as a ParseExample below), and
+  // sleeps until results come instead.
   Pulled ConsumerPull(absl::StatusOr<T>* element, int64_t* index) {
     {
-      std::lock_guard<std::mutex> in_lock(input_mu_);
-      if (input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
+      std::unique_lock<std::mutex> in_lock(input_mu_, std::try_to_lock);
+      if (!in_lock.owns_lock() || input_awaiting_.load(std::memory_order_seq_cst)) return Pulled::kBusy;
       if (input_ended_) return Pulled::kEnd;
       input_awaiting_.store(true, std::memory_order_seq_cst);
     }
