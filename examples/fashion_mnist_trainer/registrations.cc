@@ -9,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "model.h"
-#include "sluice/io/standardize.h"
 #include "sluice/ops/registration.h"
 #include "trainer.h"
 
@@ -45,8 +44,7 @@ struct DecodeImage {
       return absl::InvalidArgumentError(absl::StrCat("label ", label, " is outside 0..", kNumClasses - 1));
     }
     Tensor pixels = Tensor::Empty(sluice::DType::kFloat32, sluice::Shape({kImageSize}));
-    // StandardizePixel for every byte, sixteen at a time (the same floats bit for bit).
-    sluice::StandardizeBytes(bytes, 1.0f / 255.0f, kPixelMean, 1.0f / kPixelStd, pixels.data<float>());
+    StandardizeImage(bytes, pixels.data<float>());
     return ImageLabel(std::move(pixels), label);
   }
 };

@@ -1,5 +1,3 @@
-#include "examples/fashion_mnist_trainer/model.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -8,10 +6,12 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "examples/fashion_mnist_trainer/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -423,6 +423,12 @@ TEST(FashionMnistModelTest, Defaults) {
   EXPECT_EQ(DefaultWeightDecay(Mlp(1, 4)), kMlpWeightDecay);
   EXPECT_FLOAT_EQ(StandardizePixel(0), -kPixelMean / kPixelStd);
   EXPECT_FLOAT_EQ(StandardizePixel(255), (1.0f - kPixelMean) / kPixelStd);
+  std::string every_byte(256, '\0');
+  for (int b = 0; b < 256; ++b) every_byte[static_cast<size_t>(b)] = static_cast<char>(b);
+  std::vector<float> image(every_byte.size());
+  StandardizeImage(every_byte, image.data());
+  for (int b = 0; b < 256; ++b)
+    EXPECT_EQ(image[static_cast<size_t>(b)], StandardizePixel(static_cast<uint8_t>(b))) << b;
   EXPECT_FLOAT_EQ(CosineLearningRate(0.1f, 0, 5), 0.1f);
   EXPECT_FLOAT_EQ(CosineLearningRate(0.1f, 5, 10), 0.05f);
   EXPECT_NEAR(CosineLearningRate(0.1f, 10, 10), 0.0f, 1e-9f);
