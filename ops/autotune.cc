@@ -21,7 +21,7 @@ size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool u
   size_t costliest = samples.size();
   for (size_t i = 0; i < samples.size(); ++i) {
     const HillClimber::Sample& s = samples[i];
-    if (s.uses_cpu != uses_cpu || s.parallelism <= 1) continue;
+    if (s.uses_cpu != uses_cpu || s.parallelism <= std::max(1, s.min_parallelism)) continue;
     if (costliest == samples.size() || Cost(s) > Cost(samples[costliest])) costliest = i;
   }
   return costliest;
@@ -29,15 +29,96 @@ size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool u
 
 }  // namespace
 
+// A rate-judged trial may start once the op produced in the last period and nothing changed in it.
+bool HillClimber::HasBaseline(const OpState& op) const { return stable_periods_ >= 2 && op.last_rate > 0; }
+
+void HillClimber::StartTrial(const Sample& s, size_t index, int to, bool lower) {
+  trial_ = true;
+  trial_by_rate_ = s.rate >= 0;
+  trial_lower_ = lower;
+  trial_index_ = index;
+  trial_previous_ = s.parallelism;
+  trial_to_ = to;
+  trial_baseline_ = trial_by_rate_ ? ops_[index].last_rate : s.wait_fraction;
+  trial_rates_.clear();
+  stable_periods_ = 0;
+}
+
+// A rate-judged trial alternates the two settings, a period each: B A B A B A after the last period at A
+// (A0). Each B is compared with the A periods around it, B_i / mean(A_i-1, A_i), and the median of
+// those ratios decides, so that a phase of the run changing meanwhile (files opening, a shuffle buffer
+// filling, the consumer's own work) cancels out instead of passing for the change's effect. A raise
+// stays if the median beats 1 + min_gain; a lowering stays unless it is below 1 - min_gain / 2 (fewer
+// workers for the same output is a gain). An undo backs off: the same trial is retried after
+// cooldown_periods, then twice that, and so on, so a raise that never pays (parallelism on a pipeline
+// whose elements cost less than a hand-off) costs a shrinking share of the run. Lowering probes undo a
+// raise that stopped paying.
+std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Sample>& samples) {
+  std::vector<Change> changes;
+  const Sample& s = samples[trial_index_];
+  trial_rates_.push_back(std::max(0.0, s.rate));
+  const size_t rounds = static_cast<size_t>(std::max(1, config_.judge_periods));
+  if (trial_rates_.size() < 2 * rounds) {
+    // Odd entries ran at B, even ones at A: switch for the next period.
+    const bool measured_b = trial_rates_.size() % 2 == 1;
+    changes.push_back(Change{trial_index_, measured_b ? trial_previous_ : trial_to_});
+    return changes;
+  }
+  trial_ = false;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < rounds; ++i) {
+    const double before = i == 0 ? trial_baseline_ : trial_rates_[2 * i - 1];
+    const double after = trial_rates_[2 * i + 1];
+    const double a = (before + after) / 2;
+    ratios.push_back(a > 0 ? trial_rates_[2 * i] / a : (trial_rates_[2 * i] > 0 ? 2.0 : 1.0));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios[ratios.size() / 2];
+  OpState& op = ops_[trial_index_];
+  const bool paid = trial_lower_ ? median >= 1 - config_.min_gain / 2 : median >= 1 + config_.min_gain;
+  int& failures = trial_lower_ ? op.lower_failures : op.failures;
+  int& cooldown = trial_lower_ ? op.lower_cooldown : op.cooldown;
+  int& other_cooldown = trial_lower_ ? op.cooldown : op.lower_cooldown;
+  int settled = trial_previous_;  // the last period ran at A
+  if (paid) {
+    settled = trial_to_;
+    failures = 0;
+    cooldown = 0;  // the same direction may go on at once
+    // A kept raise is probed down again soon (a phase of the run may have favoured it: the probes back
+    // off while they cost output); a kept lowering is not raised straight back.
+    other_cooldown = trial_lower_
+                         ? std::max(other_cooldown, config_.cooldown_periods)
+                         : config_.probe_periods << std::min(op.lower_failures, config_.max_backoff_shift);
+  } else {
+    cooldown = config_.cooldown_periods << std::min(failures, config_.max_backoff_shift);
+    ++failures;
+  }
+  stable_periods_ = 0;
+  changes.push_back(Change{trial_index_, std::clamp(settled, s.min_parallelism, s.max_parallelism),
+                           /*settled=*/true});
+  return changes;
+}
+
 std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& samples) {
   if (samples.size() != ops_.size()) {
+    // New ops start where they are and are probed downwards first (one unit less may do as well); one
+    // that starts where an earlier iterator settled is not raised again at once.
     ops_.assign(samples.size(), OpState{});
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (samples[i].started_settled) ops_[i].cooldown = config_.cooldown_periods;
+    }
     trial_ = false;
+    stable_periods_ = 0;
   }
-  for (OpState& op : ops_) {
+  ++stable_periods_;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    OpState& op = ops_[i];
     if (op.cooldown > 0) --op.cooldown;
+    if (op.lower_cooldown > 0) --op.lower_cooldown;
+    if (samples[i].rate >= 0) op.last_rate = samples[i].rate;
   }
   std::vector<Change> changes;
+  if (trial_ && trial_by_rate_) return JudgeByRate(samples);
   if (trial_) {
     // The period just sampled ran with the raise: keep it only if the op's consumer now waits clearly
     // less (or hardly at all); otherwise the op is not what holds the consumer back, so undo it.
@@ -45,8 +126,10 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     const Sample& s = samples[trial_index_];
     bool paid = s.wait_fraction < config_.min_wait || s.wait_fraction <= trial_baseline_ * (1 - config_.min_gain);
     if (!paid) {
-      changes.push_back(Change{trial_index_, std::max(1, std::min(s.parallelism, trial_previous_))});
+      changes.push_back(Change{
+          trial_index_, std::max(std::max(1, s.min_parallelism), std::min(s.parallelism, trial_previous_))});
       ops_[trial_index_].cooldown = config_.cooldown_periods;
+      stable_periods_ = 0;
     }
     return changes;
   }
@@ -66,6 +149,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     const size_t largest = CostliestAboveOne(samples, /*uses_cpu=*/true);
     if (largest != samples.size()) {
       changes.push_back(Change{largest, samples[largest].parallelism - 1});
+      stable_periods_ = 0;
       return changes;
     }
   }
@@ -76,6 +160,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     if (largest != samples.size()) {
       changes.push_back(Change{largest, samples[largest].parallelism - 1});
       ops_[largest].cooldown = config_.cooldown_periods;
+      stable_periods_ = 0;
       return changes;
     }
   }
@@ -84,6 +169,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& s = samples[i];
     if (ops_[i].cooldown > 0 || s.parallelism >= s.max_parallelism || s.wait_fraction < config_.min_wait) continue;
+    if (s.rate >= 0 && !HasBaseline(ops_[i])) continue;
     if (s.uses_cpu && cpu_total >= config_.cpu_budget) continue;
     if (!s.uses_cpu && ram_limited && ram_total + s.unit_bytes > config_.ram_budget_bytes) continue;
     if (!found || s.wait_fraction > samples[best].wait_fraction) {
@@ -91,7 +177,20 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
       found = true;
     }
   }
-  if (!found) return changes;
+  if (!found) {
+    // Nothing to raise: probe a rate-judged op one unit down, in case fewer units do as well.
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      if (s.rate < 0 || !s.uses_cpu || s.parallelism <= s.min_parallelism || ops_[i].lower_cooldown > 0 ||
+          !HasBaseline(ops_[i])) {
+        continue;
+      }
+      changes.push_back(Change{i, s.parallelism - 1});
+      StartTrial(s, i, s.parallelism - 1, /*lower=*/true);
+      return changes;
+    }
+    return changes;
+  }
   const Sample& chosen = samples[best];
   int raised = chosen.parallelism + 1;
   if (!chosen.uses_cpu) {
@@ -104,10 +203,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     }
   }
   changes.push_back(Change{best, raised});
-  trial_ = true;
-  trial_index_ = best;
-  trial_previous_ = chosen.parallelism;
-  trial_baseline_ = chosen.wait_fraction;
+  StartTrial(chosen, best, raised, /*lower=*/false);
   return changes;
 }
 
@@ -126,7 +222,7 @@ Tuner::~Tuner() {
 
 void Tuner::Register(Tunable* tunable) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.push_back(Entry{tunable, tunable->consumer_wait_ns()});
+  entries_.push_back(Entry{tunable, tunable->consumer_wait_ns(), tunable->output_count()});
 }
 
 void Tuner::Unregister(Tunable* tunable) {
@@ -139,6 +235,11 @@ void Tuner::Unregister(Tunable* tunable) {
 void Tuner::StepForTest(int64_t elapsed_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   StepLocked(elapsed_ns);
+}
+
+void Tuner::SetAllForTest(int parallelism) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Entry& e : entries_) e.tunable->SetParallelism(parallelism);
 }
 
 void Tuner::Run() {
@@ -162,16 +263,26 @@ void Tuner::StepLocked(int64_t elapsed_ns) {
     int64_t wait = e.tunable->consumer_wait_ns();
     double fraction = static_cast<double>(wait - e.last_wait_ns) / static_cast<double>(elapsed_ns);
     e.last_wait_ns = wait;
+    double rate = -1;
+    if (e.tunable->counts_output()) {
+      const int64_t outputs = e.tunable->output_count();
+      rate = static_cast<double>(outputs - e.last_outputs) * 1e9 / static_cast<double>(elapsed_ns);
+      e.last_outputs = outputs;
+    }
     samples.push_back(HillClimber::Sample{e.tunable->parallelism(), e.tunable->max_parallelism(),
                                           std::clamp(fraction, 0.0, 1.0), e.tunable->uses_cpu(),
-                                          e.tunable->unit_bytes()});
+                                          e.tunable->unit_bytes(), e.tunable->min_parallelism(), rate,
+                                          e.tunable->started_settled()});
   }
   if (config_.cpu_share) {
     const int share = std::max(1, config_.cpu_share->load(std::memory_order_relaxed));
     climber_.set_cpu_budget(std::min(config_.climber.cpu_budget, share));
   }
   for (const HillClimber::Change& change : climber_.Step(samples)) {
-    entries_[change.index].tunable->SetParallelism(change.parallelism);
+    Tunable* tunable = entries_[change.index].tunable;
+    if (!change.settled || tunable->parallelism() != change.parallelism)
+      tunable->SetParallelism(change.parallelism);
+    if (change.settled) tunable->Settle(change.parallelism);
   }
 }
 

@@ -5,13 +5,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sluice/ops/dataset.h"
+#include "sluice/engine/sync_wait.h"
 #include "sluice/engine/thread_pool.h"
+#include "sluice/ops/dataset.h"
 
 namespace sluice {
 namespace autotune_test_file {
@@ -174,6 +176,111 @@ TEST(HillClimberTest, AShrunkCpuBudgetLowersTheMostParallelOpOneUnitAPeriod) {
   }
 }
 
+// Rate-judged ops (rate >= 0): a trial alternates the new and the old setting a period each (B A B A B A)
+// and keeps the new one only if the median of B / mean(neighbouring A) beats 1 + min_gain.
+Sample Rated(int parallelism, int max, double wait, double rate, int min = 0) {
+  Sample s{parallelism, max, wait};
+  s.min_parallelism = min;
+  s.rate = rate;
+  return s;
+}
+
+// Runs one rate-judged trial of a single op whose output rate at parallelism p is rate(p); returns the
+// changes of every period, the last one the settled decision.
+template <class RateOf>
+std::vector<Change> RunTrial(HillClimber* climber, int* parallelism, int max, RateOf rate) {
+  std::vector<Change> all;
+  for (int period = 0; period < 7; ++period) {
+    for (const Change& c : climber->Step({Rated(*parallelism, max, 0.9, rate(*parallelism))})) {
+      all.push_back(c);
+      *parallelism = c.parallelism;
+    }
+    if (!all.empty() && all.back().settled) break;
+  }
+  return all;
+}
+
+TEST(HillClimberTest, ARateJudgedRaiseAlternatesSettingsAndStaysWhenItPays) {
+  HillClimber climber(Budget(4));
+  int p = 0;
+  // Two periods with no change give a baseline; then B (1) A (0) B A B A.
+  EXPECT_TRUE(climber.Step({Rated(p, 4, 0.9, 100)}).empty());
+  std::vector<Change> trial = RunTrial(&climber, &p, 4, [](int q) { return 100.0 * (q + 1); });
+  ASSERT_EQ(trial.size(), 7u);
+  std::vector<int> settings;
+  for (const Change& c : trial) settings.push_back(c.parallelism);
+  EXPECT_EQ(settings, (std::vector<int>{1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_TRUE(trial.back().settled);
+  EXPECT_EQ(p, 1);
+}
+
+TEST(HillClimberTest, ARaiseThatCostsOutputIsUndoneAndRetriedLaterAndLater) {
+  HillClimber::Config config = Budget(4);
+  config.cooldown_periods = 4;
+  HillClimber climber(config);
+  int p = 0;
+  // Inline is 3x faster than one worker (elements cheaper than a hand-off).
+  auto rate = [](int q) { return q == 0 ? 300.0 : 100.0; };
+  std::vector<int> trial_starts;
+  for (int period = 0; period < 80; ++period) {
+    for (const Change& c : climber.Step({Rated(p, 4, 0.9, rate(p))})) {
+      if (p == 0 && c.parallelism == 1 && !c.settled &&
+          (trial_starts.empty() || period > trial_starts.back() + 6)) {
+        trial_starts.push_back(period);
+      }
+      p = c.parallelism;
+      if (c.settled) {
+        EXPECT_EQ(c.parallelism, 0) << period;
+      }
+    }
+  }
+  EXPECT_EQ(p, 0);
+  // Retries back off: each gap at least twice the one before.
+  ASSERT_GE(trial_starts.size(), 3u);
+  for (size_t i = 2; i < trial_starts.size(); ++i) {
+    EXPECT_GE(trial_starts[i] - trial_starts[i - 1], 2 * (trial_starts[i - 1] - trial_starts[i - 2]) - 7)
+        << i;
+  }
+}
+
+TEST(HillClimberTest, AbPeriodsCancelAPhaseChangeDuringTheTrial) {
+  HillClimber climber(Budget(4));
+  int p = 0;
+  EXPECT_TRUE(climber.Step({Rated(p, 4, 0.9, 10)}).empty());
+  // The run speeds up 100x (startup over) just as the trial starts; one worker does not change the rate.
+  int period = 0;
+  std::vector<Change> trial = RunTrial(&climber, &p, 4, [&](int) { return period++ == 0 ? 10.0 : 1000.0; });
+  ASSERT_FALSE(trial.empty());
+  EXPECT_TRUE(trial.back().settled);
+  EXPECT_EQ(p, 0);
+}
+
+TEST(HillClimberTest, ProbesDownAndKeepsFewerUnitsThatDoAsWell) {
+  HillClimber climber(Budget(4));
+  int p = 2;
+  // One unit less gives the same output: the lowering stays, then the next one too, down to inline.
+  for (int period = 0; period < 40; ++period) {
+    for (const Change& c : climber.Step({Rated(p, 4, 0.01, 500)})) p = c.parallelism;
+  }
+  EXPECT_EQ(p, 0);
+}
+
+TEST(HillClimberTest, AnOpStartedWhereAnEarlierIteratorSettledIsNotRaisedAtOnce) {
+  HillClimber::Config config = Budget(4);
+  config.cooldown_periods = 10;
+  HillClimber settled(config);
+  HillClimber fresh(config);
+  Sample s = Rated(0, 4, 0.9, 100);
+  Sample started = s;
+  started.started_settled = true;
+  bool fresh_raised = false;
+  for (int period = 0; period < 5; ++period) {
+    EXPECT_TRUE(settled.Step({started}).empty()) << period;
+    fresh_raised = fresh_raised || !fresh.Step({s}).empty();
+  }
+  EXPECT_TRUE(fresh_raised);
+}
+
 class FakeTunable : public Tunable {
  public:
   int parallelism() const override { return parallelism_; }
@@ -286,6 +393,93 @@ TEST(TunerTest, TunedPipelinesKeepTheirOrder) {
     return w;
   }();
   EXPECT_EQ(got, want);
+}
+
+// Tuned ops switch between inline (parallelism 0) and workers between any two elements: order, every
+// element exactly once, and the end hold whatever the sequence of settings.
+TEST(TunerTest, InlineAndParallelSwitchesKeepOrderAndElements) {
+  ThreadPool pool(2);
+  for (bool deterministic_map : {true, false}) {
+    auto context = std::make_shared<IteratorContext>();
+    context->pool = &pool;
+    context->options.cpu_budget = 2;
+    const int64_t n = 3000;
+    Dataset<int64_t> ds =
+        Range(n / 10)
+            .Interleave([](int64_t x) { return Range(x * 10, x * 10 + 10); }, 3, 2, kAutotune)
+            .Map(Spin, {.num_parallel_calls = kAutotune, .deterministic = deterministic_map});
+    std::unique_ptr<Stream<int64_t>> stream = ds.node()->MakeStream(context);
+    Tuner* tuner = TunerFor(*context);
+    ASSERT_NE(tuner, nullptr);
+    std::vector<int64_t> got;
+    absl::StatusOr<int64_t> x;
+    int step = 0;
+    const int settings[] = {0, 1, 0, 2, 0, 0, 1, 2, 1, 0};
+    for (int polls = 0; polls < 1000000; ++polls) {
+      PollState state = stream->Poll(&x);
+      if (state == PollState::kEnd) break;
+      if (state == PollState::kPending) {
+        SyncWait(stream->WaitReady());
+        continue;
+      }
+      ASSERT_TRUE(x.ok());
+      got.push_back(*x);
+      if (got.size() % 97 == 0) tuner->SetAllForTest(settings[step++ % 10]);
+    }
+    std::vector<int64_t> want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = i;
+    if (!deterministic_map) std::sort(got.begin(), got.end());
+    // The interleave is deterministic: cycle 3, blocks of 2 over runs of 10.
+    std::vector<int64_t> seq;
+    for (absl::StatusOr<int64_t> y :
+         Range(n / 10)
+             .Interleave([](int64_t v) { return Range(v * 10, v * 10 + 10); }, 3, 2)
+             .MakeIterator()) {
+      seq.push_back(*y);
+    }
+    if (!deterministic_map) std::sort(seq.begin(), seq.end());
+    EXPECT_EQ(got, seq) << deterministic_map;
+    stream.reset();
+  }
+}
+
+// A save taken while the tuned ops run inline or with workers restores to the same remaining elements,
+// in full and in compact checkpoints.
+TEST(TunerTest, SavesTakenInlineOrWithWorkersRestoreExactly) {
+  const int64_t n = 1200;
+  Dataset<int64_t> ds = Range(n / 10)
+                            .Interleave([](int64_t x) { return Range(x * 10, x * 10 + 10); }, 3, 2, kAutotune)
+                            .Map(Spin, kAutotune);
+  std::vector<int64_t> want;
+  for (absl::StatusOr<int64_t> y :
+       Range(n / 10).Interleave([](int64_t v) { return Range(v * 10, v * 10 + 10); }, 3, 2).MakeIterator()) {
+    want.push_back(*y);
+  }
+  for (bool compact : {false, true}) {
+    for (int saved_at : {0, 1, 2}) {
+      Options options;
+      options.thread_pool_size = 2;
+      options.compact_checkpoints = compact;
+      Iterator<int64_t> it = ds.MakeIterator(options);
+      std::vector<int64_t> got;
+      for (int k = 0; k < 250; ++k) {
+        absl::StatusOr<std::optional<int64_t>> x = it.NextBlocking();
+        ASSERT_TRUE(x.ok() && x->has_value());
+        got.push_back(**x);
+        if (k == 50) TunerFor(it.context())->SetAllForTest(saved_at);
+      }
+      absl::StatusOr<std::string> state = it.SaveBlocking();
+      ASSERT_TRUE(state.ok()) << state.status();
+      absl::StatusOr<Iterator<int64_t>> restored = ds.RestoreIterator(*state, options);
+      ASSERT_TRUE(restored.ok()) << restored.status();
+      TunerFor(restored->context())->SetAllForTest(2 - saved_at);
+      for (absl::StatusOr<int64_t> x : *restored) {
+        ASSERT_TRUE(x.ok()) << x.status();
+        got.push_back(*x);
+      }
+      EXPECT_EQ(got, want) << "compact " << compact << ", parallelism " << saved_at;
+    }
+  }
 }
 
 // Prefetch(kAutotune) is a RAM tunable: while the tuner resizes it, elements and order are unchanged.

@@ -6,10 +6,13 @@
 // - A tunable op (a stream implementing Tunable) registers with its iterator's Tuner (TunerFor(context))
 //   when it is made and unregisters in its destructor; after Unregister returns the tuner never touches it.
 // - Every `period` the tuner's thread samples each tunable's cumulative consumer wait (the time the op's
-//   consumer spent in its WaitReady) and hands the samples to HillClimber::Step, which returns at most
-//   one change: raise the op whose consumer waited most (a worker tunable by one, a buffer to twice its
-//   size), keep the step if that op's wait fell by at least `min_gain`, otherwise undo it and leave the
-//   op alone for `cooldown_periods`.
+//   consumer spent in its WaitReady) and, for ops that count their output, its output rate, and hands the
+//   samples to HillClimber::Step, which returns at most one change: raise the op whose consumer waited
+//   most (a worker tunable by one, a buffer to twice its size). An op that counts its output (parallel Map
+//   and Interleave) is judged by rate over alternating periods of the new and the old setting, and probed
+//   one unit down (to 0, inline: sequential on the consumer's thread) when nothing is worth raising; a
+//   buffer keeps a raise if its consumer's wait fell by at least `min_gain`. An undone raise is not
+//   retried for `cooldown_periods`, doubling per failure. See docs/autotune.md.
 // - Budgets: a CPU tunable (parallelism) is raised only while the sum of CPU tunables' units is below the
 //   CPU budget (Options::cpu_budget, else the pool's threads). A RAM tunable (a buffer; a unit is one
 //   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
@@ -58,15 +61,31 @@ class Tunable {
   virtual int max_parallelism() const = 0;
   virtual void SetParallelism(int n) = 0;  // thread-safe; clamps to [1, max_parallelism()]
   virtual BufferStats buffer_stats() const = 0;
+  // 0 for an op that can run inline (sequentially, on its consumer's thread, with no hand-off).
+  virtual int min_parallelism() const { return 1; }
   // False for a buffer size, whose units cost memory (about unit_bytes() each) rather than threads.
   virtual bool uses_cpu() const { return true; }
   virtual int64_t unit_bytes() const { return 0; }
-  // Total nanoseconds the op's consumer has waited for it (monotonic; added by the op's WaitReady).
+  // True when the op counts the elements it returns (CountOutput): its raises are judged by its output
+  // rate over several periods, not by its consumer's wait.
+  virtual bool counts_output() const { return false; }
+  // The tuner settled on `n` after a trial: an op may remember it for the next iterator of its dataset.
+  virtual void Settle(int /*n*/) {}
+  // True when the op started from a setting an earlier iterator settled on: not retried at once.
+  virtual bool started_settled() const { return false; }
+  // Total nanoseconds the op's consumer has waited for it (monotonic; added by the op's WaitReady, and by
+  // an op running inline for the time its consumer spent in it).
   int64_t consumer_wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
   void AddConsumerWait(int64_t ns) { wait_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  int64_t output_count() const { return outputs_.load(std::memory_order_relaxed); }
+  // The op's consumer only (one writer): a plain store, no locked instruction per element.
+  void CountOutput() {
+    outputs_.store(outputs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
  private:
   std::atomic<int64_t> wait_ns_{0};
+  std::atomic<int64_t> outputs_{0};
 };
 
 // The decision logic, separate from clocks and threads.
@@ -76,8 +95,14 @@ class SLUICE_EXPORT HillClimber {
     int cpu_budget = 1;           // the sum of parallelism the tuner may reach
     double min_wait = 0.02;       // below this fraction of a period, an op is not worth raising
     double min_gain = 0.10;       // a raise must cut the op's wait fraction by this (relative) to stay
-    int cooldown_periods = 50;    // how long a raise that did not pay is not retried
+    int cooldown_periods = 50;    // how long a raise that did not pay is not retried (doubling per
+                                  // failure of the same op, up to 2^max_backoff_shift times)
+    int max_backoff_shift = 5;
     int64_t ram_budget_bytes = 0; // the sum of RAM tunables' units x unit_bytes; 0: RAM is not limited
+    // Rate-judged trials: rounds of one period at the new setting and one at the old (see JudgeByRate).
+    int judge_periods = 3;
+    // A kept raise is probed one unit down after this many periods (doubling per probe that cost output).
+    int probe_periods = 10;
   };
   struct Sample {
     int parallelism = 1;
@@ -85,10 +110,14 @@ class SLUICE_EXPORT HillClimber {
     double wait_fraction = 0;  // of the last period, the consumer's wait on this op
     bool uses_cpu = true;      // false: a buffer, whose units cost unit_bytes each
     int64_t unit_bytes = 0;
+    int min_parallelism = 1;
+    double rate = -1;              // elements the op returned per second in the period; < 0: not counted
+    bool started_settled = false;  // Tunable::started_settled
   };
   struct Change {
     size_t index = 0;
     int parallelism = 0;
+    bool settled = false;  // a rate-judged trial ended here (kept or undone)
   };
 
   explicit HillClimber(Config config) : config_(config) {}
@@ -102,15 +131,29 @@ class SLUICE_EXPORT HillClimber {
 
  private:
   struct OpState {
-    int cooldown = 0;
+    int cooldown = 0;        // before the next raise
+    int failures = 0;        // rate-judged raises in a row that did not pay
+    int lower_cooldown = 0;  // before the next lowering probe
+    int lower_failures = 0;  // lowering probes in a row that cost output
+    double last_rate = 0;    // rate-judged: the op's output rate in the last period
   };
+  std::vector<Change> JudgeByRate(const std::vector<Sample>& samples);
+  bool HasBaseline(const OpState& op) const;
+  void StartTrial(const Sample& s, size_t index, int to, bool lower);
+
   Config config_;
   std::vector<OpState> ops_;
-  // A raise on trial: which op, and its wait before the raise.
+  // Periods since the last change of any op: a rate baseline needs judge_periods of them.
+  int stable_periods_ = 0;
+  // A raise on trial: which op, and its wait (or rate) before the raise.
   bool trial_ = false;
+  bool trial_by_rate_ = false;
+  bool trial_lower_ = false;
   size_t trial_index_ = 0;
   int trial_previous_ = 1;
   double trial_baseline_ = 0;
+  int trial_to_ = 1;                 // the setting on trial (B); trial_previous_ is A
+  std::vector<double> trial_rates_;  // rate-judged: the periods since the trial began, B A B A ...
 };
 
 class SLUICE_EXPORT Tuner {
@@ -132,6 +175,8 @@ class SLUICE_EXPORT Tuner {
 
   // Runs one period's decision now, as the thread does (for tests); `elapsed_ns` is the period length.
   void StepForTest(int64_t elapsed_ns);
+  // Sets every registered tunable's parallelism, as a change would (for tests).
+  void SetAllForTest(int parallelism);
 
  private:
   void Run();
@@ -144,6 +189,7 @@ class SLUICE_EXPORT Tuner {
   struct Entry {
     Tunable* tunable;
     int64_t last_wait_ns;
+    int64_t last_outputs;
   };
   std::vector<Entry> entries_;
   HillClimber climber_;

@@ -18,6 +18,10 @@
 //   sequential Interleave (C++ has no None); kAutotune lets the iterator's tuner pick up to cycle_length.
 // - Input elements and f run on the consumer's thread (f only builds a dataset); sub-dataset streams are
 //   polled on the pool, one worker per slot at a time.
+// - Inline (kAutotune with the tuner on): at parallelism 0 the consumer polls the slots' streams itself,
+//   as the sequential Interleave does, with no buffer or hand-off per element. The tuner starts a new op
+//   there (or where an earlier iterator of the same dataset settled) and raises it when its output rate
+//   shows that workers pay. Elements a worker buffered before the op went inline are returned first.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
 //   destroys the sub-streams and the input. Cardinality: unknown.
 // - Checkpoints (docs/checkpoint.md): Save pauses the workers as ParallelMap does (a flag under the lock
@@ -123,13 +127,15 @@ class ParallelInterleaveNode final
     if (num_parallel_calls_ == kAutotune) {
       max_parallelism = std::min(cycle, std::max(1, CpuBudget(*context)));
       tuner = TunerFor(*context);
-      initial = tuner != nullptr ? 1 : max_parallelism;
+      // Tuned: inline first, unless an earlier iterator of this node settled elsewhere.
+      const int settled = settled_->load(std::memory_order_relaxed);
+      initial = tuner != nullptr ? std::min(max_parallelism, settled >= 0 ? settled : 1) : max_parallelism;
     } else {
       initial = max_parallelism = static_cast<int>(std::min<int64_t>(num_parallel_calls_, cycle_length_));
     }
     return std::make_unique<ParallelInterleaveStream>(std::move(input), f_, context, cycle_length_,
                                                       block_length_, initial, max_parallelism, deterministic,
-                                                      tuner, Key());
+                                                      tuner, Key(), tuner != nullptr ? settled_ : nullptr);
   }
 
  public:
@@ -217,7 +223,8 @@ class ParallelInterleaveNode final
    public:
     ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context,
                              int64_t cycle_length, int64_t block_length, int parallelism, int max_parallelism,
-                             bool deterministic, Tuner* tuner, IteratorState::NodeKey key)
+                             bool deterministic, Tuner* tuner, IteratorState::NodeKey key,
+                             std::shared_ptr<std::atomic<int>> settled)
         : key_(std::move(key)),
           input_(std::move(input)),
           f_(std::move(f)),
@@ -227,12 +234,15 @@ class ParallelInterleaveNode final
           slot_capacity_(static_cast<size_t>(std::max<int64_t>(block_length, 8))),
           deterministic_(deterministic),
           max_parallelism_(std::max(1, max_parallelism)),
-          target_(std::clamp(parallelism, 1, max_parallelism_)),
+          min_parallelism_(tuner != nullptr ? 0 : 1),
+          target_(std::clamp(parallelism, min_parallelism_, max_parallelism_)),
           compact_(context_->options.compact_checkpoints),
           slots_(static_cast<size_t>(cycle_length)),
           empty_(static_cast<size_t>(cycle_length)),
           ready_(/*initially_set=*/false, context_->pool),
-          tuner_(tuner) {
+          tuner_(tuner),
+          settled_(std::move(settled)),
+          started_settled_(settled_ != nullptr && settled_->load(std::memory_order_relaxed) >= 0) {
       if (compact_) {
         if (input_ != nullptr) next_mark_ok_ = MarkInput(&next_mark_);
         // Drawn now, so that a state saved before the first slot opens holds it too.
@@ -249,8 +259,29 @@ class ParallelInterleaveNode final
     AsyncScope& scope() { return scope_; }
 
     PollState Poll(absl::StatusOr<U>* out) override {
+      inline_waits_.Resumed(this);
+      const bool timed = inline_ && (++inline_polls_ & (kInlineSampleEvery - 1)) == 0;
+      const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      PollState state = PollOnce(out);
+      if (state == PollState::kReady) CountOutput();
+      // Inline, the consumer's time here is its wait on this op (sampled: clock reads stay off the
+      // per-element path).
+      if (timed) {
+        AddConsumerWait(kInlineSampleEvery * std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - start)
+                                                 .count());
+      }
+      return state;
+    }
+
+   private:
+    PollState PollOnce(absl::StatusOr<U>* out) {
       if (!started_) Start();
       waiting_on_input_ = false;
+      inline_waiting_ = nullptr;
+      if (inline_ || (tuner_ != nullptr && target_.load(std::memory_order_relaxed) == 0 && EnterInline())) {
+        if (target_.load(std::memory_order_relaxed) != 0) LeaveInline();
+      }
       if (refill_.active) [[unlikely]] {
         bool yielded = false;
         PollState state = PollRefill(out, &yielded);
@@ -261,6 +292,32 @@ class ParallelInterleaveNode final
         if (empty_ > 0 && !input_done_) Fill();
         size_t i = cursor_.load(std::memory_order_relaxed);
         Slot& slot = slots_[i];
+        if (inline_ && slot.stream != nullptr && slot.buffer.empty() && !slot.ended && !slot.error) {
+          // Inline: no worker exists or starts meanwhile, so the consumer polls the slot's stream itself
+          // and touches the slot without the lock (the tuner reads only under mu_ what this leaves alone).
+          PollState state = slot.stream->Poll(out);
+          if (state == PollState::kReady) {
+            if (compact_) {
+              mark_writer_.Begin(&slot.returned);
+              if (!slot.stream->Mark(mark_writer_)) {
+                std::lock_guard<std::mutex> lock(mu_);
+                slot.unmarked = true;
+              }
+            }
+            if (++block_index_ == block_length_) AdvanceLocked();
+            return PollState::kReady;
+          }
+          if (state == PollState::kEnd) {
+            std::lock_guard<std::mutex> lock(mu_);
+            slot.ended = true;  // closed below, as a worker's end is
+          } else if (!deterministic_ && ++misses <= slots_.size()) {
+            AdvanceLocked();
+            continue;
+          } else {
+            inline_waiting_ = slot.stream.get();
+            return PollState::kPending;
+          }
+        }
         std::unique_ptr<Stream<U>> closed;
         NodePtr<U> closed_node;  // kept for a save while open; freed with the stream
         std::coroutine_handle<> wake;
@@ -323,8 +380,15 @@ class ParallelInterleaveNode final
       }
     }
 
+   public:
     Task<void> WaitReady() override {
       if (waiting_on_input_) return input_->WaitReady();
+      if (inline_waiting_ != nullptr) {
+        // The slot stream's own wait, with no frame of ours around it (only the consumer closes a slot, so
+        // the stream lives on); its time is sampled from this pending Poll to the next one.
+        inline_waits_.Pending();
+        return inline_waiting_->WaitReady();
+      }
       return Wait(this);
     }
     Task<absl::Status> Save(std::shared_ptr<CheckpointWriter> writer, std::string path) override {
@@ -410,8 +474,14 @@ class ParallelInterleaveNode final
 
     int parallelism() const override { return target_.load(std::memory_order_relaxed); }
     int max_parallelism() const override { return max_parallelism_; }
+    int min_parallelism() const override { return min_parallelism_; }
+    bool counts_output() const override { return tuner_ != nullptr; }
+    void Settle(int n) override {
+      if (settled_ != nullptr) settled_->store(n, std::memory_order_relaxed);
+    }
+    bool started_settled() const override { return started_settled_; }
     void SetParallelism(int n) override {
-      n = std::clamp(n, 1, max_parallelism_);
+      n = std::clamp(n, min_parallelism_, max_parallelism_);
       target_.store(n, std::memory_order_relaxed);
       std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
       if (spawn_closed_ || !spawning_) return;
@@ -481,14 +551,39 @@ class ParallelInterleaveNode final
       bool marked = true;
     };
 
+    static constexpr uint32_t kInlineSampleEvery = 8;  // a power of two
+
     void Start() {
       started_ = true;
+      if (!inline_) {  // inline, the consumer starts the workers when it leaves
+        {
+          std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+          spawning_ = true;
+        }
+        SetParallelism(target_.load(std::memory_order_relaxed));
+      }
+      if (tuner_ != nullptr && !registration_) registration_.emplace(tuner_, this);  // kept across a pause
+    }
+
+    // Enters inline once the workers have exited (consumer only); what they buffered is returned first.
+    bool EnterInline() {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_ != 0 || pausing_) return false;
+      spawning_ = false;  // the tuner's SetParallelism now only sets the target; the consumer starts workers
+      inline_ = true;
+      return true;
+    }
+    void LeaveInline() {
+      inline_ = false;
       {
         std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
-        spawning_ = true;
+        spawning_ = !spawn_closed_;
       }
       SetParallelism(target_.load(std::memory_order_relaxed));
-      if (tuner_ != nullptr && !registration_) registration_.emplace(tuner_, this);  // kept across a pause
+    }
+    bool InlineDueLocked() const {
+      return tuner_ != nullptr && running_ == 0 && target_.load(std::memory_order_relaxed) == 0;
     }
 
     static absl::Status Annotated(size_t slot, const absl::Status& status) {
@@ -837,9 +932,14 @@ class ParallelInterleaveNode final
         Stream<U>* stream = nullptr;
         bool park = false;
         {
-          std::lock_guard<std::mutex> lock(s->mu_);
+          std::unique_lock<std::mutex> lock(s->mu_);
           if (s->ExitLocked()) {
             --s->running_;
+            // The last worker of an op tuned to inline: a consumer asleep on ready_ goes inline now.
+            const bool set = s->consumer_waiting_ && s->InlineDueLocked();
+            if (set) s->consumer_waiting_ = false;
+            lock.unlock();
+            if (set) s->ready_.Set();
             co_return;
           }
           std::optional<size_t> pick = s->PickLocked();
@@ -909,7 +1009,7 @@ class ParallelInterleaveNode final
     static Task<void> Wait(ParallelInterleaveStream* s) {
       {
         std::lock_guard<std::mutex> lock(s->mu_);
-        if (s->ReadyLocked()) co_return;
+        if (s->ReadyLocked() || s->InlineDueLocked()) co_return;
         s->consumer_waiting_ = true;
         s->ready_.Reset();
       }
@@ -930,9 +1030,16 @@ class ParallelInterleaveNode final
     const size_t slot_capacity_;
     const bool deterministic_;
     const int max_parallelism_;
+    const int min_parallelism_;  // 0 when tuned: inline at 0
     std::atomic<int> target_;
     bool started_ = false;
     bool waiting_on_input_ = false;
+    // Inline (consumer only): the consumer polls the slots itself; spawning_ is off meanwhile.
+    bool inline_ = false;
+    Stream<U>* inline_waiting_ = nullptr;  // the slot stream the last inline Poll found pending
+    uint32_t inline_polls_ = 0;
+    detail_parallel::SampledWaits inline_waits_;
+    MarkWriter mark_writer_;  // inline compact marks
     bool input_done_ = false;
     int64_t input_index_ = 0;
     int64_t block_index_ = 0;
@@ -968,6 +1075,8 @@ class ParallelInterleaveNode final
     bool spawn_closed_ = false;
     AsyncEvent ready_;
     Tuner* tuner_;
+    const std::shared_ptr<std::atomic<int>> settled_;
+    const bool started_settled_;
     std::optional<TunerRegistration> registration_;
     AsyncScope scope_;
   };
@@ -979,6 +1088,8 @@ class ParallelInterleaveNode final
   int64_t block_length_;
   int64_t num_parallel_calls_;
   std::optional<bool> deterministic_;
+  // Where the tuner settled this op's parallelism in an earlier iterator (-1: nowhere yet).
+  std::shared_ptr<std::atomic<int>> settled_ = std::make_shared<std::atomic<int>>(-1);
 };
 
 // Dataset::Interleave(f, cycle_length, block_length, num_parallel_calls, deterministic, name).

@@ -21,6 +21,12 @@
 //   whose next result is not ready runs an unstarted input element itself (on its own thread, as a
 //   worker would) while the buffer has room and the input is ready, so a tuned parallelism n uses n
 //   workers plus the consumer; order and exactly-once hold as above.
+// - Inline (kAutotune only): at parallelism 0 the op runs as the sequential Map does, on the consumer's
+//   thread with no lock, buffer or hand-off per element, for pipelines whose elements cost less than a
+//   hand-off between threads. The tuner starts a new op there (or where an earlier iterator of the same
+//   dataset settled) and raises it when its output rate shows that workers pay. Switching either way
+//   happens on the consumer's thread between elements: leaving starts the workers; entering waits until
+//   the workers have exited and every result taken from the input was returned.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
@@ -115,6 +121,34 @@ class ParkAwaiter {
   Owner* owner_;
 };
 
+// An inline op's consumer waits on the op's input without a frame of the op's own: the time from a
+// pending Poll to the next Poll is counted as the consumer's wait, for one wait in kEvery (clock reads
+// stay off a path that may see a wait per element).
+class SampledWaits {
+ public:
+  void Pending() {
+    if ((++waits_ & (kEvery - 1)) == 0) {
+      since_ = std::chrono::steady_clock::now();
+      timing_ = true;
+    }
+  }
+  void Resumed(Tunable* tunable) {
+    if (!timing_) [[likely]] {
+      return;
+    }
+    timing_ = false;
+    tunable->AddConsumerWait(kEvery * std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - since_)
+                                          .count());
+  }
+
+ private:
+  static constexpr uint32_t kEvery = 8;  // a power of two
+  uint32_t waits_ = 0;
+  bool timing_ = false;
+  std::chrono::steady_clock::time_point since_;
+};
+
 inline void ResumeAllOn(ThreadPool* pool, std::vector<std::coroutine_handle<>>* handles) {
   for (std::coroutine_handle<> h : *handles) pool->Execute(h);
   handles->clear();
@@ -131,9 +165,12 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // save writes the newest mark at or before the last result returned, and how many results lie between,
   // instead of pausing and saving the results (compact checkpoints). `mark_every` > 1 needs an input that
   // replays in order (ReplaysInOrder) and one that does not share the node.
+  // `settled` (caller runs only; may be null): where the tuner settled, shared with later iterators of the
+  // same node (a negative value: nothing settled yet).
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
                     int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
-                    std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false, int64_t mark_every = 1)
+                    std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false, int64_t mark_every = 1,
+                    std::shared_ptr<std::atomic<int>> settled = nullptr)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -141,14 +178,17 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         max_parallelism_(std::max(1, max_parallelism)),
         capacity_(4 * static_cast<size_t>(max_parallelism_)),
         wake_run_(std::max<size_t>(1, capacity_ / 2)),
-        target_(std::clamp(parallelism, 1, max_parallelism_)),
+        min_parallelism_(caller_runs ? 0 : 1),
+        target_(std::clamp(parallelism, min_parallelism_, max_parallelism_)),
         ring_(deterministic ? capacity_ : 0),
         ready_(/*initially_set=*/false, pool),
         tuner_(tuner),
         caller_runs_(caller_runs),
         busy_tasks_(busy_tasks),
         compact_(compact && deterministic),
-        mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)) {
+        mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)),
+        settled_(caller_runs ? std::move(settled) : nullptr),
+        started_settled_(settled_ != nullptr && settled_->load(std::memory_order_relaxed) >= 0) {
     if (compact_) {
       marks_.resize(capacity_);
       MarkReturnedStart();
@@ -179,6 +219,25 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   AsyncScope& scope() { return scope_; }
 
   PollState Poll(absl::StatusOr<U>* out) override {
+    inline_waits_.Resumed(this);
+    PollState state = PollOnce(out);
+    if (state == PollState::kReady) CountOutput();
+    return state;
+  }
+
+  Task<void> WaitReady() override {
+    if (inline_pending_) {
+      // The input's own wait, with no frame of ours around it (inline pulls may find it pending once per
+      // element); its time is sampled from the pending Poll to the next one.
+      inline_pending_ = false;
+      inline_waits_.Pending();
+      return input_->WaitReady();
+    }
+    return Wait(this);
+  }
+
+ private:
+  PollState PollOnce(absl::StatusOr<U>* out) {
     if (!started_) Start();
     if (carry_next_ < carry_.size()) [[unlikely]] {  // results saved by a save or a restore: they come first
       *out = std::move(carry_[carry_next_++]);
@@ -187,6 +246,12 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         carry_next_ = 0;
       }
       return PollState::kReady;
+    }
+    if (inline_ || (caller_runs_ && target_.load(std::memory_order_relaxed) == 0 && EnterInline())) {
+      if (target_.load(std::memory_order_relaxed) == 0) [[likely]] {
+        return PollInline(out);
+      }
+      LeaveInline();
     }
     std::coroutine_handle<> wake;
     {
@@ -218,8 +283,69 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
     return PollState::kReady;
   }
 
-  Task<void> WaitReady() override { return Wait(this); }
+  // Inline: the sequential Map's step. No worker exists or starts meanwhile (spawning_ is off), so the
+  // consumer owns the input and the index; consumed_ catches up when the op leaves inline. The time spent
+  // here is the consumer's wait on this op (sampled, one call in kInlineSampleEvery, to keep clock reads
+  // off the per-element path).
+  PollState PollInline(absl::StatusOr<U>* out) {
+    if (input_ended_) return PollState::kEnd;
+    const bool timed = (++inline_polls_ & (kInlineSampleEvery - 1)) == 0;
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    PollState state = PollInput(&inline_element_);
+    if (state == PollState::kPending) {
+      inline_pending_ = true;
+    } else if (state == PollState::kEnd) {
+      input_ended_ = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      input_done_ = true;
+    } else {
+      const int64_t index = next_index_++;
+      if (compact_) {
+        returned_next_ = index + 1;
+        returned_ended_ = false;
+        if (MarksAfter(index)) {
+          mark_writer_.Begin(&returned_mark_);
+          input_->Mark(mark_writer_);
+          returned_mark_next_ = returned_next_;
+        }
+      }
+      if (inline_element_.ok()) {
+        *out = fn_(std::move(*inline_element_), index);
+      } else {
+        *out = absl::StatusOr<U>(std::move(inline_element_).status());
+      }
+    }
+    if (timed) {
+      AddConsumerWait(kInlineSampleEvery * std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count());
+    }
+    return state;
+  }
 
+  // Enters inline once the workers have exited and every result taken was returned (consumer only).
+  bool EnterInline() {
+    std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_ != 0 || outstanding_ != 0 || pausing_ || input_awaiting_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    spawning_ = false;  // the tuner's SetParallelism now only sets the target; the consumer starts workers
+    inline_ = true;
+    return true;
+  }
+  void LeaveInline() {
+    inline_ = false;
+    {
+      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+      spawning_ = !spawn_closed_;
+      std::lock_guard<std::mutex> lock(mu_);
+      consumed_ = static_cast<size_t>(next_index_);
+    }
+    SetParallelism(target_.load(std::memory_order_relaxed));
+  }
+
+ public:
   // State: the next input element's index, the results taken from the input and not yet returned (in
   // the order they come out), whether the input ended; then the input at /0 unless it ended. A Fn with
   // kInputSharesNode (Batch's stacking) has an input that is part of the same op: it appends its state
@@ -279,8 +405,14 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // Tunable: the number of workers (calls in flight).
   int parallelism() const override { return target_.load(std::memory_order_relaxed); }
   int max_parallelism() const override { return max_parallelism_; }
+  int min_parallelism() const override { return min_parallelism_; }
+  bool counts_output() const override { return caller_runs_; }
+  void Settle(int n) override {
+    if (settled_ != nullptr) settled_->store(n, std::memory_order_relaxed);
+  }
+  bool started_settled() const override { return started_settled_; }
   void SetParallelism(int n) override {
-    n = std::clamp(n, 1, max_parallelism_);
+    n = std::clamp(n, min_parallelism_, max_parallelism_);
     target_.store(n, std::memory_order_relaxed);
     std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
     if (spawn_closed_ || !spawning_) return;
@@ -310,6 +442,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   enum class Step : uint8_t { kGo, kPark, kExit };
   static constexpr bool kInputSharesNode = requires { Fn::kInputSharesNode; };
+  static constexpr uint32_t kInlineSampleEvery = 8;  // a power of two
 
   // Compact: where the input stands before any result is returned (made or restored), or with a null
   // input (a non-shared input that ended).
@@ -343,11 +476,13 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   void Start() {
     started_ = true;
-    {
-      std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
-      spawning_ = true;
+    if (!inline_) {  // inline, the consumer starts the workers when it leaves
+      {
+        std::lock_guard<std::mutex> spawn_lock(spawn_mu_);
+        spawning_ = true;
+      }
+      SetParallelism(target_.load(std::memory_order_relaxed));
     }
-    SetParallelism(target_.load(std::memory_order_relaxed));
     if (tuner_ != nullptr && !registration_) registration_.emplace(tuner_, this);  // kept across a pause
   }
 
@@ -417,6 +552,10 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   bool ExitLocked() const {
     return stopping_ || pausing_ || input_done_ || running_ > target_.load(std::memory_order_relaxed);
   }
+  // Tuned to 0, the workers gone and every result returned: the consumer's next Poll goes inline.
+  bool InlineDueLocked() const {
+    return caller_runs_ && running_ == 0 && outstanding_ == 0 && target_.load(std::memory_order_relaxed) == 0;
+  }
   bool ShouldParkLocked() const {
     return !ExitLocked() && (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst));
   }
@@ -444,9 +583,14 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   // Takes a place in the buffer before pulling from the input, so the buffer bound is exact.
   Step Reserve() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (ExitLocked()) {
       --running_;
+      // The last worker of an op tuned to inline: a consumer asleep on ready_ goes inline now.
+      const bool set = consumer_waiting_ && InlineDueLocked();
+      if (set) consumer_waiting_ = false;
+      lock.unlock();
+      if (set) ready_.Set();
       return Step::kExit;
     }
     if (outstanding_ >= capacity_ || input_awaiting_.load(std::memory_order_seq_cst)) return Step::kPark;
@@ -638,7 +782,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // input element itself (caller runs: its thread would otherwise idle), or sleep until woken.
   Turn ConsumerTurnLocked(bool may_run) {
     bool head = deterministic_ ? ring_[consumed_ % capacity_].has_value() : !completed_.empty();
-    if (head || ReadyLocked()) return Turn::kReady;
+    if (head || ReadyLocked() || InlineDueLocked()) return Turn::kReady;
     if (may_run && !stopping_ && !input_done_ && outstanding_ < capacity_ &&
         !input_awaiting_.load(std::memory_order_seq_cst)) {
       ++outstanding_;
@@ -708,8 +852,15 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   const int max_parallelism_;
   const size_t capacity_;
   const size_t wake_run_;
+  const int min_parallelism_;  // 0 with caller runs (tuned): inline at 0
   std::atomic<int> target_;
   bool started_ = false;  // consumer only
+  // Inline (consumer only): the op runs as the sequential Map; spawning_ is off meanwhile.
+  bool inline_ = false;
+  bool inline_pending_ = false;  // the last inline Poll found the input pending
+  uint32_t inline_polls_ = 0;
+  detail_parallel::SampledWaits inline_waits_;
+  absl::StatusOr<T> inline_element_;
   // Results saved by a pause or restored, returned before the workers' (consumer only).
   std::vector<absl::StatusOr<U>> carry_;
   size_t carry_next_ = 0;
@@ -754,6 +905,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int64_t returned_next_ = 0;
   int64_t returned_mark_next_ = 0;  // the index returned_mark_ stands before
   bool returned_ended_ = false;
+  const std::shared_ptr<std::atomic<int>> settled_;
+  const bool started_settled_;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -835,7 +988,10 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     ThreadPool* pool = context->pool;
     int limit = std::max(1, CpuBudget(*context));
-    int initial = num_parallel_calls_ == kAutotune ? 1 : static_cast<int>(num_parallel_calls_);
+    // Tuned: inline first, unless an earlier iterator of this node settled elsewhere.
+    const int settled = settled_->load(std::memory_order_relaxed);
+    int initial = num_parallel_calls_ == kAutotune ? std::min(limit, settled >= 0 ? settled : 1)
+                                                   : static_cast<int>(num_parallel_calls_);
     int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
     const bool tuned = num_parallel_calls_ == kAutotune;
@@ -844,7 +1000,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
                                max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
                                context->busy_tasks.get(),
                                /*compact=*/context->options.compact_checkpoints && deterministic,
-                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1);
+                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1, settled_);
   }
 
   NodePtr<T> input_;
@@ -852,6 +1008,8 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
   FunctionParam function_;
   int64_t num_parallel_calls_;
   std::optional<bool> deterministic_;
+  // Where the tuner settled this op's parallelism in an earlier iterator (-1: nowhere yet).
+  std::shared_ptr<std::atomic<int>> settled_ = std::make_shared<std::atomic<int>>(-1);
 };
 
 // Dataset::Map(f, num_parallel_calls, deterministic, name): 0 and 1 are the sequential Map.
