@@ -19,9 +19,10 @@
 // - Input elements and f run on the consumer's thread (f only builds a dataset); sub-dataset streams are
 //   polled on the pool, one worker per slot at a time.
 // - Inline (kAutotune with the tuner on): at parallelism 0 the consumer polls the slots' streams itself,
-//   as the sequential Interleave does, with no buffer or hand-off per element. The tuner starts a new op
-//   there (or where an earlier iterator of the same dataset settled) and raises it when its output rate
-//   shows that workers pay. Elements a worker buffered before the op went inline are returned first.
+//   as the sequential Interleave does, with no buffer or hand-off per element. A new op starts at 1 (or
+//   where an earlier iterator of the same dataset settled); the tuner lowers it there when one worker
+//   fewer gives the same output rate, and raises it again when workers pay (docs/autotune.md). Elements
+//   a worker buffered before the op went inline are returned first.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
 //   destroys the sub-streams and the input. Cardinality: unknown.
 // - Checkpoints (docs/checkpoint.md): Save pauses the workers as ParallelMap does (a flag under the lock
@@ -127,7 +128,7 @@ class ParallelInterleaveNode final
     if (num_parallel_calls_ == kAutotune) {
       max_parallelism = std::min(cycle, std::max(1, CpuBudget(*context)));
       tuner = TunerFor(*context);
-      // Tuned: inline first, unless an earlier iterator of this node settled elsewhere.
+      // Tuned: 1, unless an earlier iterator of this node settled elsewhere.
       const int settled = settled_->load(std::memory_order_relaxed);
       initial = tuner != nullptr ? std::min(max_parallelism, settled >= 0 ? settled : 1) : max_parallelism;
     } else {

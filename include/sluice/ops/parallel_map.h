@@ -23,8 +23,9 @@
 //   workers plus the consumer; order and exactly-once hold as above.
 // - Inline (kAutotune only): at parallelism 0 the op runs as the sequential Map does, on the consumer's
 //   thread with no lock, buffer or hand-off per element, for pipelines whose elements cost less than a
-//   hand-off between threads. The tuner starts a new op there (or where an earlier iterator of the same
-//   dataset settled) and raises it when its output rate shows that workers pay. Switching either way
+//   hand-off between threads. A new op starts at 1 (or where an earlier iterator of the same dataset
+//   settled); the tuner lowers it there when one worker fewer gives the same output rate, and raises it
+//   again when workers pay (docs/autotune.md). Switching either way
 //   happens on the consumer's thread between elements: leaving starts the workers; entering waits until
 //   the workers have exited and every result taken from the input was returned.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
@@ -988,7 +989,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     ThreadPool* pool = context->pool;
     int limit = std::max(1, CpuBudget(*context));
-    // Tuned: inline first, unless an earlier iterator of this node settled elsewhere.
+    // Tuned: 1 (one worker and caller runs), unless an earlier iterator of this node settled elsewhere.
     const int settled = settled_->load(std::memory_order_relaxed);
     int initial = num_parallel_calls_ == kAutotune ? std::min(limit, settled >= 0 ? settled : 1)
                                                    : static_cast<int>(num_parallel_calls_);
