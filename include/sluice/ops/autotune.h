@@ -143,7 +143,7 @@ class SLUICE_EXPORT HillClimber {
 
   Config config_;
   std::vector<OpState> ops_;
-  // Periods since the last change of any op: a rate baseline needs judge_periods of them.
+  // Periods since the last change of any op: a rate-judged trial needs two of them (HasBaseline).
   int stable_periods_ = 0;
   // A raise on trial: which op, and its wait (or rate) before the raise.
   bool trial_ = false;
