@@ -5,7 +5,8 @@
 // Arg: the Interleave's and Map's parallel calls (-1 = autotune, the trainer's default; 0 = sequential).
 // Counters: allocs_per_sample counts every operator new of the epoch (iterator setup included) over the
 // samples delivered; items/s is samples/s; cpu_us_per_sample is the process's CPU time (all threads) per
-// sample, steadier than samples/s on a shared machine.
+// sample, steadier than samples/s on a shared machine; faults_per_sample the process's minor page faults
+// (memory the epoch touched for the first time: freed to the system by the last epoch, then faulted in).
 //
 //   build/bin/quick_start_allocations_benchmark --benchmark_repetitions=5
 #include <sys/resource.h>
@@ -33,13 +34,18 @@ constexpr int kShards = 8;
 constexpr int64_t kExamples = 60000;
 constexpr size_t kImageBytes = 28 * 28;
 
-double ProcessCpuSeconds() {
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  int64_t minor_faults = 0;
+};
+
+ProcessUsage Usage() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   auto seconds = [](const timeval& tv) {
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
   };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  return ProcessUsage{seconds(usage.ru_utime) + seconds(usage.ru_stime), usage.ru_minflt};
 }
 
 std::filesystem::path DataDir() {
@@ -93,9 +99,10 @@ void BM_QuickStartEpoch(benchmark::State& state) {
   int64_t samples = 0;
   uint64_t allocations = 0;
   double cpu_seconds = 0;
+  int64_t faults = 0;
   for (auto _ : state) {
     const uint64_t before = bench::AllocationCount();
-    const double cpu_before = ProcessCpuSeconds();
+    const ProcessUsage usage_before = Usage();
     Iterator<fashion_mnist::ImageLabelBatch> it = pipeline.MakeIterator();
     int64_t epoch_samples = 0;
     for (;;) {
@@ -108,7 +115,9 @@ void BM_QuickStartEpoch(benchmark::State& state) {
       epoch_samples += (*batch)->first.shape().dim(0);
     }
     allocations += bench::AllocationCount() - before;
-    cpu_seconds += ProcessCpuSeconds() - cpu_before;
+    const ProcessUsage usage_after = Usage();
+    cpu_seconds += usage_after.cpu_seconds - usage_before.cpu_seconds;
+    faults += usage_after.minor_faults - usage_before.minor_faults;
     if (epoch_samples != kExamples) {
       state.SkipWithError("an epoch did not deliver every example");
       return;
@@ -120,6 +129,8 @@ void BM_QuickStartEpoch(benchmark::State& state) {
       benchmark::Counter(cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(samples, 1)));
   state.counters["allocs_per_sample"] = benchmark::Counter(
       static_cast<double>(allocations) / static_cast<double>(std::max<int64_t>(samples, 1)));
+  state.counters["faults_per_sample"] =
+      benchmark::Counter(static_cast<double>(faults) / static_cast<double>(std::max<int64_t>(samples, 1)));
 }
 BENCHMARK(BM_QuickStartEpoch)
     ->ArgName("parallel_calls")

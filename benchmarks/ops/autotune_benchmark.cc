@@ -100,6 +100,7 @@ BENCHMARK(BM_ShardsAndMap)
     ->Args({2, 2})
     ->Args({1, 3})
     ->Args({2, 1})
+    ->Args({1, 4})
     ->Args({kAutotune, kAutotune})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
