@@ -3,8 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "sluice/engine/thread_pool.h"
 
 namespace sluice {
@@ -29,8 +35,16 @@ size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool u
 
 }  // namespace
 
-// A rate-judged trial may start once the op produced in the last period and nothing changed in it.
-bool HillClimber::HasBaseline(const OpState& op) const { return stable_periods_ >= 2 && op.last_rate > 0; }
+// A rate-judged trial may start once nothing changed for two periods and the op runs in a steady phase:
+// its last two rates close, and near its peak. A trial judged while a phase changes (an epoch's files
+// opening, a shuffle buffer filling, at a fraction of the steady rate) measures the phase, not the
+// setting; on the quick start such trials kept one worker where inline runs 2.7x faster.
+bool HillClimber::HasBaseline(const OpState& op) const {
+  if (stable_periods_ < 2 || op.last_rate <= 0 || (op.fresh && op.age <= config_.warmup_periods))
+    return false;
+  const double spread = std::abs(op.last_rate - op.before_rate) / std::max(op.last_rate, op.before_rate);
+  return spread <= config_.steady_spread && op.last_rate >= config_.steady_share * op.peak_rate;
+}
 
 void HillClimber::StartTrial(const Sample& s, size_t index, int to, bool lower) {
   trial_ = true;
@@ -58,15 +72,28 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
   const Sample& s = samples[trial_index_];
   trial_rates_.push_back(std::max(0.0, s.rate));
   const size_t rounds = static_cast<size_t>(std::max(1, config_.judge_periods));
-  if (trial_rates_.size() < 2 * rounds) {
+  // A setting that lost clearly in its first round is undone at once: most probes fail, and the rest of
+  // the trial would run half its periods at the worse setting.
+  bool lost_early = false;
+  if (trial_rates_.size() == 2) {
+    const double a = (trial_baseline_ + trial_rates_[1]) / 2;
+    lost_early = a > 0 && trial_rates_[0] / a < config_.early_undo_ratio;
+  }
+  if (trial_rates_.size() < 2 * rounds && !lost_early) {
     // Odd entries ran at B, even ones at A: switch for the next period.
     const bool measured_b = trial_rates_.size() % 2 == 1;
-    changes.push_back(Change{trial_index_, measured_b ? trial_previous_ : trial_to_});
+    if (trial_joint_) {
+      for (size_t k = 0; k < trial_group_.size(); ++k) {
+        changes.push_back(Change{trial_group_[k], measured_b ? trial_group_previous_[k] : 0});
+      }
+    } else {
+      changes.push_back(Change{trial_index_, measured_b ? trial_previous_ : trial_to_});
+    }
     return changes;
   }
   trial_ = false;
   std::vector<double> ratios;
-  for (size_t i = 0; i < rounds; ++i) {
+  for (size_t i = 0; i < trial_rates_.size() / 2; ++i) {
     const double before = i == 0 ? trial_baseline_ : trial_rates_[2 * i - 1];
     const double after = trial_rates_[2 * i + 1];
     const double a = (before + after) / 2;
@@ -74,6 +101,25 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
   }
   std::sort(ratios.begin(), ratios.end());
   const double median = ratios[ratios.size() / 2];
+  stable_periods_ = 0;
+  if (trial_joint_) {
+    // Kept: every op of the group inline, and none raised straight back; else the group goes back.
+    const bool paid = median >= 1 - config_.min_gain / 2;
+    if (paid) {
+      joint_failures_ = 0;
+      joint_cooldown_ = config_.cooldown_periods;
+    } else {
+      joint_cooldown_ = config_.cooldown_periods << std::min(joint_failures_, config_.max_backoff_shift);
+      ++joint_failures_;
+    }
+    for (size_t k = 0; k < trial_group_.size(); ++k) {
+      if (paid)
+        ops_[trial_group_[k]].cooldown = std::max(ops_[trial_group_[k]].cooldown, config_.cooldown_periods);
+      changes.push_back(Change{trial_group_[k], paid ? 0 : trial_group_previous_[k], /*settled=*/true});
+    }
+    trial_joint_ = false;
+    return changes;
+  }
   OpState& op = ops_[trial_index_];
   const bool paid = trial_lower_ ? median >= 1 - config_.min_gain / 2 : median >= 1 + config_.min_gain;
   int& failures = trial_lower_ ? op.lower_failures : op.failures;
@@ -93,7 +139,6 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
     cooldown = config_.cooldown_periods << std::min(failures, config_.max_backoff_shift);
     ++failures;
   }
-  stable_periods_ = 0;
   changes.push_back(Change{trial_index_, std::clamp(settled, s.min_parallelism, s.max_parallelism),
                            /*settled=*/true});
   return changes;
@@ -101,21 +146,39 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
 
 std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& samples) {
   if (samples.size() != ops_.size()) {
-    // New ops start where they are and are probed downwards first (one unit less may do as well); one
-    // that starts where an earlier iterator settled is not raised again at once.
+    // New ops are probed downwards first (one unit less may do as well); an op with a history (an
+    // earlier iterator of its dataset) goes on from it, so that each epoch does not pay the same trials.
     ops_.assign(samples.size(), OpState{});
+    joint_cooldown_ = 0;
+    joint_failures_ = 0;
     for (size_t i = 0; i < samples.size(); ++i) {
-      if (samples[i].started_settled) ops_[i].cooldown = config_.cooldown_periods;
+      const TuningHistory& h = samples[i].history;
+      if (h.parallelism < 0) continue;
+      ops_[i].fresh = false;
+      ops_[i].cooldown = h.raise_cooldown;
+      ops_[i].failures = h.raise_failures;
+      ops_[i].lower_cooldown = h.lower_cooldown;
+      ops_[i].lower_failures = h.lower_failures;
+      ops_[i].peak_rate = h.peak_rate;
+      joint_cooldown_ = std::max(joint_cooldown_, h.joint_cooldown);
+      joint_failures_ = std::max(joint_failures_, h.joint_failures);
     }
     trial_ = false;
+    trial_joint_ = false;
     stable_periods_ = 0;
   }
   ++stable_periods_;
+  if (joint_cooldown_ > 0) --joint_cooldown_;
   for (size_t i = 0; i < samples.size(); ++i) {
     OpState& op = ops_[i];
+    ++op.age;
     if (op.cooldown > 0) --op.cooldown;
     if (op.lower_cooldown > 0) --op.lower_cooldown;
-    if (samples[i].rate >= 0) op.last_rate = samples[i].rate;
+    if (samples[i].rate >= 0) {
+      op.before_rate = op.last_rate;
+      op.last_rate = samples[i].rate;
+      op.peak_rate = std::max(op.last_rate, op.peak_rate * config_.peak_decay);
+    }
   }
   std::vector<Change> changes;
   if (trial_ && trial_by_rate_) return JudgeByRate(samples);
@@ -178,7 +241,34 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     }
   }
   if (!found) {
-    // Nothing to raise: probe a rate-judged op one unit down, in case fewer units do as well.
+    // Nothing to raise. Ops that only pay inline together (an inline Interleave feeding a Map whose
+    // workers would pull from it under the Map's lock) are never found by one-op probes, so first try
+    // them all inline at once: the sequential pipeline, against the settings they have.
+    if (joint_cooldown_ == 0) {
+      std::vector<size_t> group;
+      size_t above_inline = 0;
+      bool steady = true;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const Sample& s = samples[i];
+        if (s.rate < 0 || !s.uses_cpu || s.min_parallelism > 0) continue;
+        group.push_back(i);
+        if (s.parallelism > 0) ++above_inline;
+        steady = steady && HasBaseline(ops_[i]);
+      }
+      if (above_inline >= 2 && steady) {
+        // Judged by the rate of the group's last op (the one nearest the consumer).
+        StartTrial(samples[group.back()], group.back(), 0, /*lower=*/true);
+        trial_joint_ = true;
+        trial_group_ = group;
+        trial_group_previous_.clear();
+        for (size_t i : group) {
+          trial_group_previous_.push_back(samples[i].parallelism);
+          changes.push_back(Change{i, 0});
+        }
+        return changes;
+      }
+    }
+    // Probe a rate-judged op one unit down, in case fewer units do as well.
     for (size_t i = 0; i < samples.size(); ++i) {
       const Sample& s = samples[i];
       if (s.rate < 0 || !s.uses_cpu || s.parallelism <= s.min_parallelism || ops_[i].lower_cooldown > 0 ||
@@ -207,7 +297,29 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
   return changes;
 }
 
-Tuner::Tuner(Config config) : config_(config), climber_(config.climber) {
+TuningHistory HillClimber::History(size_t index, int parallelism) const {
+  TuningHistory h;
+  h.parallelism = trial_ && trial_index_ == index ? trial_previous_ : parallelism;
+  if (trial_ && trial_joint_) {
+    for (size_t k = 0; k < trial_group_.size(); ++k) {
+      if (trial_group_[k] == index) h.parallelism = trial_group_previous_[k];
+    }
+  }
+  h.joint_cooldown = joint_cooldown_;
+  h.joint_failures = joint_failures_;
+  if (index < ops_.size()) {
+    const OpState& op = ops_[index];
+    h.raise_cooldown = op.cooldown;
+    h.raise_failures = op.failures;
+    h.lower_cooldown = op.lower_cooldown;
+    h.lower_failures = op.lower_failures;
+    h.peak_rate = op.peak_rate;
+  }
+  return h;
+}
+
+Tuner::Tuner(Config config)
+    : config_(config), trace_(std::getenv("SLUICE_AUTOTUNE_TRACE") != nullptr), climber_(config.climber) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -222,11 +334,17 @@ Tuner::~Tuner() {
 
 void Tuner::Register(Tunable* tunable) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.push_back(Entry{tunable, tunable->consumer_wait_ns(), tunable->output_count()});
+  entries_changed_ = true;
+  entries_.push_back(
+      Entry{tunable, tunable->consumer_wait_ns(), tunable->output_count(), tunable->remembered()});
 }
 
 void Tuner::Unregister(Tunable* tunable) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_) {
+    if (e.tunable == tunable && e.history.parallelism >= 0) tunable->Remember(e.history);
+  }
+  entries_changed_ = true;
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                 [tunable](const Entry& e) { return e.tunable == tunable; }),
                  entries_.end());
@@ -269,20 +387,50 @@ void Tuner::StepLocked(int64_t elapsed_ns) {
       rate = static_cast<double>(outputs - e.last_outputs) * 1e9 / static_cast<double>(elapsed_ns);
       e.last_outputs = outputs;
     }
-    samples.push_back(HillClimber::Sample{e.tunable->parallelism(), e.tunable->max_parallelism(),
-                                          std::clamp(fraction, 0.0, 1.0), e.tunable->uses_cpu(),
-                                          e.tunable->unit_bytes(), e.tunable->min_parallelism(), rate,
-                                          e.tunable->started_settled()});
+    samples.push_back(HillClimber::Sample{
+        e.tunable->parallelism(), e.tunable->max_parallelism(), std::clamp(fraction, 0.0, 1.0),
+        e.tunable->uses_cpu(), e.tunable->unit_bytes(), e.tunable->min_parallelism(), rate, e.history});
   }
   if (config_.cpu_share) {
     const int share = std::max(1, config_.cpu_share->load(std::memory_order_relaxed));
     climber_.set_cpu_budget(std::min(config_.climber.cpu_budget, share));
   }
-  for (const HillClimber::Change& change : climber_.Step(samples)) {
+  if (entries_changed_) climber_.Reset();
+  entries_changed_ = false;
+  if (trace_) TracePeriod(samples);
+  const std::vector<HillClimber::Change> changes = climber_.Step(samples);
+  if (trace_) TraceChanges(changes);
+  for (const HillClimber::Change& change : changes) {
     Tunable* tunable = entries_[change.index].tunable;
     if (!change.settled || tunable->parallelism() != change.parallelism)
       tunable->SetParallelism(change.parallelism);
-    if (change.settled) tunable->Settle(change.parallelism);
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    entries_[i].history = climber_.History(i, entries_[i].tunable->parallelism());
+  }
+  // A finished trial is kept at once (another iterator of the dataset may start meanwhile); every op's
+  // history is kept when it unregisters.
+  for (const HillClimber::Change& change : changes) {
+    if (change.settled) entries_[change.index].tunable->Remember(entries_[change.index].history);
+  }
+}
+
+// One line per period: each tunable's setting, output rate (elements/s; - when not counted) and wait.
+void Tuner::TracePeriod(const std::vector<HillClimber::Sample>& samples) const {
+  std::string line = absl::StrCat("sluice autotune ", absl::Hex(reinterpret_cast<uintptr_t>(this)), ":");
+  for (const HillClimber::Sample& s : samples) {
+    absl::StrAppend(&line, " [", s.parallelism, " ",
+                    s.rate < 0 ? std::string("-") : absl::StrCat(static_cast<int64_t>(s.rate)), "/s wait ",
+                    absl::SixDigits(s.wait_fraction), "]");
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void Tuner::TraceChanges(const std::vector<HillClimber::Change>& changes) const {
+  for (const HillClimber::Change& c : changes) {
+    std::fprintf(stderr, "sluice autotune %s: op %zu -> %d%s\n",
+                 absl::StrCat(absl::Hex(reinterpret_cast<uintptr_t>(this))).c_str(), c.index, c.parallelism,
+                 c.settled ? " (trial ended)" : "");
   }
 }
 

@@ -26,6 +26,7 @@ HillClimber::Config Budget(int cpu) {
   HillClimber::Config config;
   config.cpu_budget = cpu;
   config.cooldown_periods = 3;
+  config.warmup_periods = 0;
   return config;
 }
 
@@ -222,12 +223,11 @@ TEST(HillClimberTest, ARaiseThatCostsOutputIsUndoneAndRetriedLaterAndLater) {
   // Inline is 3x faster than one worker (elements cheaper than a hand-off).
   auto rate = [](int q) { return q == 0 ? 300.0 : 100.0; };
   std::vector<int> trial_starts;
+  bool in_trial = false;
   for (int period = 0; period < 80; ++period) {
     for (const Change& c : climber.Step({Rated(p, 4, 0.9, rate(p))})) {
-      if (p == 0 && c.parallelism == 1 && !c.settled &&
-          (trial_starts.empty() || period > trial_starts.back() + 6)) {
-        trial_starts.push_back(period);
-      }
+      if (!in_trial && c.parallelism == 1) trial_starts.push_back(period);
+      in_trial = !c.settled;
       p = c.parallelism;
       if (c.settled) {
         EXPECT_EQ(c.parallelism, 0) << period;
@@ -235,12 +235,24 @@ TEST(HillClimberTest, ARaiseThatCostsOutputIsUndoneAndRetriedLaterAndLater) {
     }
   }
   EXPECT_EQ(p, 0);
-  // Retries back off: each gap at least twice the one before.
+  // Retries back off: each gap (cooldown plus the trial's 2 periods and 2 stable ones) at least twice
+  // the one before, less those 4.
   ASSERT_GE(trial_starts.size(), 3u);
   for (size_t i = 2; i < trial_starts.size(); ++i) {
-    EXPECT_GE(trial_starts[i] - trial_starts[i - 1], 2 * (trial_starts[i - 1] - trial_starts[i - 2]) - 7)
+    EXPECT_GE(trial_starts[i] - trial_starts[i - 1], 2 * (trial_starts[i - 1] - trial_starts[i - 2]) - 4)
         << i;
   }
+}
+
+TEST(HillClimberTest, ATrialThatLosesClearlyInItsFirstRoundEndsThere) {
+  HillClimber climber(Budget(4));
+  int p = 0;
+  EXPECT_TRUE(climber.Step({Rated(p, 4, 0.9, 300)}).empty());
+  // One worker gives a third of inline's output: B, A, then undone (2 periods, not 6).
+  std::vector<Change> trial = RunTrial(&climber, &p, 4, [](int q) { return q == 0 ? 300.0 : 100.0; });
+  ASSERT_EQ(trial.size(), 3u);
+  EXPECT_TRUE(trial.back().settled);
+  EXPECT_EQ(p, 0);
 }
 
 TEST(HillClimberTest, AbPeriodsCancelAPhaseChangeDuringTheTrial) {
@@ -265,20 +277,88 @@ TEST(HillClimberTest, ProbesDownAndKeepsFewerUnitsThatDoAsWell) {
   EXPECT_EQ(p, 0);
 }
 
-TEST(HillClimberTest, AnOpStartedWhereAnEarlierIteratorSettledIsNotRaisedAtOnce) {
-  HillClimber::Config config = Budget(4);
-  config.cooldown_periods = 10;
-  HillClimber settled(config);
-  HillClimber fresh(config);
-  Sample s = Rated(0, 4, 0.9, 100);
-  Sample started = s;
-  started.started_settled = true;
-  bool fresh_raised = false;
-  for (int period = 0; period < 5; ++period) {
-    EXPECT_TRUE(settled.Step({started}).empty()) << period;
-    fresh_raised = fresh_raised || !fresh.Step({s}).empty();
+// Two inline-capable ops that only pay inline together: one-op probes see a loss each time.
+struct TwoOps {
+  int p0 = 1;
+  int p1 = 1;
+  double all_inline_rate = 300;
+  double Rate() const { return p0 == 0 && p1 == 0 ? all_inline_rate : (p0 == 0 || p1 == 0 ? 80.0 : 100.0); }
+  // Runs `periods` periods; returns how many periods of joint trials ran both ops inline.
+  int Run(HillClimber* climber, int periods) {
+    int joint_trials = 0;
+    for (int period = 0; period < periods; ++period) {
+      const double r = Rate();
+      const std::vector<Change> changes = climber->Step({Rated(p0, 2, 0.01, r), Rated(p1, 2, 0.01, r)});
+      if (changes.size() == 2 && p0 > 0 && p1 > 0 && !changes[0].settled) ++joint_trials;
+      for (const Change& c : changes) (c.index == 0 ? p0 : p1) = c.parallelism;
+    }
+    return joint_trials;
   }
-  EXPECT_TRUE(fresh_raised);
+};
+
+TEST(HillClimberTest, TriesInlineOpsInlineTogether) {
+  HillClimber climber(Budget(2));
+  TwoOps ops;
+  ops.Run(&climber, 40);
+  EXPECT_EQ(ops.p0, 0);
+  EXPECT_EQ(ops.p1, 0);
+}
+
+TEST(HillClimberTest, AJointInlineTrialThatCostsOutputIsUndoneAndBacksOff) {
+  HillClimber::Config config = Budget(2);
+  config.cooldown_periods = 10;
+  HillClimber climber(config);
+  TwoOps ops;
+  ops.all_inline_rate = 50;
+  const int trials = ops.Run(&climber, 200);
+  EXPECT_EQ(ops.p0, 1);
+  EXPECT_EQ(ops.p1, 1);
+  // Cooldowns of 10, 20, 40, 80 periods after each failure: about 5 trials in 200 periods, not 20 (each
+  // ends after its first round, one period inline, as it loses clearly).
+  EXPECT_GE(trials, 3);
+  EXPECT_LE(trials, 6);
+}
+
+TEST(HillClimberTest, ANewOpWarmsUpAndAnOpWithHistoryWaitsForItsSteadyRate) {
+  HillClimber::Config config = Budget(4);
+  config.warmup_periods = 5;
+  HillClimber climber(config);
+  for (int period = 0; period < 5; ++period) {
+    EXPECT_TRUE(climber.Step({Rated(1, 4, 0.9, 100)}).empty()) << period;
+  }
+  EXPECT_FALSE(climber.Step({Rated(1, 4, 0.9, 100)}).empty());
+  // An op whose history saw 1000/period starts no trial at an iterator's slow start, only at its pace.
+  HillClimber next(config);
+  Sample slow = Rated(1, 4, 0.9, 100);
+  slow.history = TuningHistory{1, 0, 0, 0, 0, /*peak_rate=*/1000};
+  for (int period = 0; period < 10; ++period) EXPECT_TRUE(next.Step({slow}).empty()) << period;
+  Sample steady = slow;
+  steady.rate = 900;
+  EXPECT_TRUE(next.Step({steady}).empty());  // the rate jumped: not steady yet
+  EXPECT_FALSE(next.Step({steady}).empty());
+}
+
+TEST(HillClimberTest, AnOpGoesOnFromTheHistoryOfAnEarlierIterator) {
+  HillClimber::Config config = Budget(4);
+  HillClimber remembering(config);
+  HillClimber fresh(config);
+  Sample s = Rated(1, 4, 0.9, 100);
+  Sample continued = s;
+  continued.history = TuningHistory{1, /*raise_cooldown=*/8, /*raise_failures=*/2, /*lower_cooldown=*/8,
+                                    /*lower_failures=*/1};
+  bool fresh_moved = false;
+  for (int period = 0; period < 7; ++period) {
+    EXPECT_TRUE(remembering.Step({continued}).empty()) << period;
+    fresh_moved = fresh_moved || !fresh.Step({s}).empty();
+  }
+  EXPECT_TRUE(fresh_moved);
+  // The failures go on counting from the history: the next undone raise backs off 2^2 times.
+  const TuningHistory h = remembering.History(0, 1);
+  EXPECT_EQ(h.parallelism, 1);
+  EXPECT_EQ(h.raise_failures, 2);
+  EXPECT_EQ(h.lower_failures, 1);
+  EXPECT_EQ(h.raise_cooldown, 1);
+  EXPECT_EQ(h.lower_cooldown, 1);
 }
 
 class FakeTunable : public Tunable {
@@ -315,6 +395,70 @@ TEST(TunerTest, DrivesRegisteredTunablesFromTheirWaitCounters) {
   EXPECT_EQ(a.parallelism(), 2);
   EXPECT_EQ(b.parallelism(), 2);  // no longer driven
   tuner.Unregister(&a);
+}
+
+// Counts its output and keeps what the tuner remembers of it, as a tuned Map or Interleave does.
+class RememberingTunable : public Tunable {
+ public:
+  explicit RememberingTunable(TuningHistory remembered) : remembered_(remembered) {
+    if (remembered.parallelism >= 0) parallelism_ = remembered.parallelism;
+  }
+  int parallelism() const override { return parallelism_; }
+  int max_parallelism() const override { return 4; }
+  int min_parallelism() const override { return 0; }
+  void SetParallelism(int n) override { parallelism_ = std::clamp(n, 0, 4); }
+  BufferStats buffer_stats() const override { return {}; }
+  bool counts_output() const override { return true; }
+  void Remember(const TuningHistory& history) override { kept = history; }
+  TuningHistory remembered() const override { return remembered_; }
+
+  TuningHistory kept;
+
+ private:
+  const TuningHistory remembered_;
+  int parallelism_ = 1;
+};
+
+// One iterator's run of `periods` periods, its consumer waiting 90% of the time: a second worker does not
+// add output, inline loses half of it. Counts the periods that changed the op's setting (trials) and
+// returns what the op kept when it unregistered.
+TuningHistory RunIterator(TuningHistory remembered, int periods, int* trials) {
+  Tuner::Config config;
+  config.climber.cpu_budget = 2;
+  config.climber.cooldown_periods = 100;
+  config.period = std::chrono::hours(1);  // steps are manual
+  Tuner tuner(config);
+  RememberingTunable op(remembered);
+  tuner.Register(&op);
+  const int64_t period = 1000000;
+  for (int step = 0; step < periods; ++step) {
+    const int before = op.parallelism();
+    for (int i = 0; i < (op.parallelism() == 0 ? 50 : 100); ++i) op.CountOutput();
+    op.AddConsumerWait(period * 9 / 10);
+    tuner.StepForTest(period);
+    if (op.parallelism() != before) ++*trials;
+  }
+  tuner.Unregister(&op);
+  return op.kept;
+}
+
+TEST(TunerTest, TheNextIteratorGoesOnFromWhatTheTunerLearned) {
+  // The first iterator warms up, then tries a raise and a probe down, both undone.
+  int first_trials = 0;
+  TuningHistory history = RunIterator(TuningHistory{}, 30, &first_trials);
+  EXPECT_GT(first_trials, 0);
+  EXPECT_EQ(history.parallelism, 1);
+  EXPECT_EQ(history.raise_failures, 1);
+  EXPECT_EQ(history.lower_failures, 1);
+  // The next iterators (short epochs) do not try them again until the backoff has passed; a fresh start
+  // each epoch would pay the same trials every time.
+  int later_trials = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) history = RunIterator(history, 12, &later_trials);
+  EXPECT_EQ(later_trials, 0);
+  EXPECT_EQ(history.parallelism, 1);
+  int fresh_trials = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) RunIterator(TuningHistory{}, 12, &fresh_trials);
+  EXPECT_GE(fresh_trials, 3);
 }
 
 TEST(TunerTest, FollowsTheIteratorsShareOfASharedPool) {

@@ -27,6 +27,7 @@
 //   and joins in the destructor (the IteratorContext owns the tuner, so it dies after every stream).
 // - HillClimber is a pure state machine (no clocks, no threads), so its decisions are unit-tested with
 //   fake samples.
+// - SLUICE_AUTOTUNE_TRACE=1 in the environment prints every period's samples and every change to stderr.
 //
 //   Dataset<int64_t> ds = Range(1 << 20).Map(Expensive, kAutotune);   // the tuner picks the parallelism
 //   Iterator<int64_t> it = ds.MakeIterator();
@@ -53,6 +54,38 @@ struct BufferStats {
   int64_t capacity = 0;
 };
 
+// What the tuner learned about one op: where it left the op and how long each direction stays untried
+// (in periods). Kept in the op's dataset node, so that the next iterator of the dataset (the next epoch)
+// goes on from there instead of trying the same trials again.
+struct TuningHistory {
+  int parallelism = -1;  // -1: no iterator of the node was tuned yet
+  int raise_cooldown = 0;
+  int raise_failures = 0;  // raises in a row that did not pay
+  int lower_cooldown = 0;
+  int lower_failures = 0;  // lowering probes in a row that cost output
+  double peak_rate = 0;    // the op's highest output rate per period, decaying (see HillClimber)
+  // The tuner's trial of all inline-capable ops inline at once (the same in every op of a pipeline).
+  int joint_cooldown = 0;
+  int joint_failures = 0;
+};
+
+// A node's TuningHistory, shared with its iterators' ops (thread-safe).
+class TuningMemory {
+ public:
+  TuningHistory Load() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return history_;
+  }
+  void Store(const TuningHistory& history) {
+    std::lock_guard<std::mutex> lock(mu_);
+    history_ = history;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  TuningHistory history_;
+};
+
 // An op parameter the tuner may change while the op runs.
 class Tunable {
  public:
@@ -69,10 +102,11 @@ class Tunable {
   // True when the op counts the elements it returns (CountOutput): its raises are judged by its output
   // rate over several periods, not by its consumer's wait.
   virtual bool counts_output() const { return false; }
-  // The tuner settled on `n` after a trial: an op may remember it for the next iterator of its dataset.
-  virtual void Settle(int /*n*/) {}
-  // True when the op started from a setting an earlier iterator settled on: not retried at once.
-  virtual bool started_settled() const { return false; }
+  // What the tuner learned so far (after each trial, and when the op unregisters): an op may keep it for
+  // the next iterator of its dataset.
+  virtual void Remember(const TuningHistory& /*history*/) {}
+  // What an earlier iterator's tuner learned about this op when the op was made (parallelism -1: nothing).
+  virtual TuningHistory remembered() const { return {}; }
   // Total nanoseconds the op's consumer has waited for it (monotonic; added by the op's WaitReady, and by
   // an op running inline for the time its consumer spent in it).
   int64_t consumer_wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
@@ -103,6 +137,18 @@ class SLUICE_EXPORT HillClimber {
     int judge_periods = 3;
     // A kept raise is probed one unit down after this many periods (doubling per probe that cost output).
     int probe_periods = 10;
+    // A trial whose first B period ran below this share of its A periods ends there, undone.
+    double early_undo_ratio = 0.7;
+    // A rate-judged trial starts only in a steady phase of the run: the last two periods' rates within
+    // steady_spread of each other, and the last one at least steady_share of the op's peak rate (which
+    // decays by peak_decay per period, so that a pipeline that slowed for good is tried again).
+    double steady_spread = 0.25;
+    double steady_share = 0.5;
+    double peak_decay = 0.995;
+    // An op with no history (no earlier iterator) starts no rate-judged trial in its first periods: an
+    // iterator's start (files opening, buffers filling) runs at a fraction of its steady rate, and the
+    // peak that would tell so is not known yet.
+    int warmup_periods = 8;
   };
   struct Sample {
     int parallelism = 1;
@@ -111,8 +157,9 @@ class SLUICE_EXPORT HillClimber {
     bool uses_cpu = true;      // false: a buffer, whose units cost unit_bytes each
     int64_t unit_bytes = 0;
     int min_parallelism = 1;
-    double rate = -1;              // elements the op returned per second in the period; < 0: not counted
-    bool started_settled = false;  // Tunable::started_settled
+    double rate = -1;  // elements the op returned per second in the period; < 0: not counted
+    // Where an op new to this climber goes on from (parallelism -1: a fresh start).
+    TuningHistory history = {};
   };
   struct Change {
     size_t index = 0;
@@ -129,6 +176,13 @@ class SLUICE_EXPORT HillClimber {
   // state). Returns the changes to apply now (at most one raise, or one undo).
   std::vector<Change> Step(const std::vector<Sample>& samples);
 
+  // The tunables changed (one left and another came): the next Step starts afresh from their histories.
+  void Reset() { ops_.clear(); }
+
+  // What the climber knows of op `index` of the last Step, at `parallelism` (its current setting): an op
+  // on trial is remembered at the setting the trial started from.
+  TuningHistory History(size_t index, int parallelism) const;
+
  private:
   struct OpState {
     int cooldown = 0;        // before the next raise
@@ -136,6 +190,10 @@ class SLUICE_EXPORT HillClimber {
     int lower_cooldown = 0;  // before the next lowering probe
     int lower_failures = 0;  // lowering probes in a row that cost output
     double last_rate = 0;    // rate-judged: the op's output rate in the last period
+    double before_rate = 0;  // and in the period before
+    double peak_rate = 0;    // the highest, decaying by peak_decay per period
+    int age = 0;             // periods since this climber met the op
+    bool fresh = true;       // no history: warms up first
   };
   std::vector<Change> JudgeByRate(const std::vector<Sample>& samples);
   bool HasBaseline(const OpState& op) const;
@@ -154,6 +212,13 @@ class SLUICE_EXPORT HillClimber {
   double trial_baseline_ = 0;
   int trial_to_ = 1;                 // the setting on trial (B); trial_previous_ is A
   std::vector<double> trial_rates_;  // rate-judged: the periods since the trial began, B A B A ...
+  // A joint trial: every op of trial_group_ inline (B) against its setting before (A); judged by the
+  // rate of trial_index_, the group's last op.
+  bool trial_joint_ = false;
+  std::vector<size_t> trial_group_;
+  std::vector<int> trial_group_previous_;
+  int joint_cooldown_ = 0;
+  int joint_failures_ = 0;
 };
 
 class SLUICE_EXPORT Tuner {
@@ -181,8 +246,11 @@ class SLUICE_EXPORT Tuner {
  private:
   void Run();
   void StepLocked(int64_t elapsed_ns);
+  void TracePeriod(const std::vector<HillClimber::Sample>& samples) const;
+  void TraceChanges(const std::vector<HillClimber::Change>& changes) const;
 
   const Config config_;
+  const bool trace_;  // SLUICE_AUTOTUNE_TRACE is set: every period and change goes to stderr
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
@@ -190,8 +258,10 @@ class SLUICE_EXPORT Tuner {
     Tunable* tunable;
     int64_t last_wait_ns;
     int64_t last_outputs;
+    TuningHistory history;  // the op's remembered history, then the climber's after each Step
   };
   std::vector<Entry> entries_;
+  bool entries_changed_ = false;  // since the last Step
   HillClimber climber_;
   std::thread thread_;
 };

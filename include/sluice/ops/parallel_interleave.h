@@ -20,9 +20,9 @@
 //   polled on the pool, one worker per slot at a time.
 // - Inline (kAutotune with the tuner on): at parallelism 0 the consumer polls the slots' streams itself,
 //   as the sequential Interleave does, with no buffer or hand-off per element. A new op starts at 1 (or
-//   where an earlier iterator of the same dataset settled); the tuner lowers it there when one worker
-//   fewer gives the same output rate, and raises it again when workers pay (docs/autotune.md). Elements
-//   a worker buffered before the op went inline are returned first.
+//   where the tuner left an earlier iterator of the same dataset, with what it learned); the tuner lowers it
+//   there when one worker fewer gives the same output rate, and raises it again when workers pay
+//   (docs/autotune.md). Elements a worker buffered before the op went inline are returned first.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
 //   destroys the sub-streams and the input. Cardinality: unknown.
 // - Checkpoints (docs/checkpoint.md): Save pauses the workers as ParallelMap does (a flag under the lock
@@ -128,15 +128,16 @@ class ParallelInterleaveNode final
     if (num_parallel_calls_ == kAutotune) {
       max_parallelism = std::min(cycle, std::max(1, CpuBudget(*context)));
       tuner = TunerFor(*context);
-      // Tuned: 1, unless an earlier iterator of this node settled elsewhere.
-      const int settled = settled_->load(std::memory_order_relaxed);
-      initial = tuner != nullptr ? std::min(max_parallelism, settled >= 0 ? settled : 1) : max_parallelism;
+      // Tuned: 1, unless an earlier iterator of this node was tuned elsewhere.
+      const int remembered = tuning_memory_->Load().parallelism;
+      initial =
+          tuner != nullptr ? std::min(max_parallelism, remembered >= 0 ? remembered : 1) : max_parallelism;
     } else {
       initial = max_parallelism = static_cast<int>(std::min<int64_t>(num_parallel_calls_, cycle_length_));
     }
-    return std::make_unique<ParallelInterleaveStream>(std::move(input), f_, context, cycle_length_,
-                                                      block_length_, initial, max_parallelism, deterministic,
-                                                      tuner, Key(), tuner != nullptr ? settled_ : nullptr);
+    return std::make_unique<ParallelInterleaveStream>(
+        std::move(input), f_, context, cycle_length_, block_length_, initial, max_parallelism, deterministic,
+        tuner, Key(), tuner != nullptr ? tuning_memory_ : nullptr);
   }
 
  public:
@@ -225,7 +226,7 @@ class ParallelInterleaveNode final
     ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context,
                              int64_t cycle_length, int64_t block_length, int parallelism, int max_parallelism,
                              bool deterministic, Tuner* tuner, IteratorState::NodeKey key,
-                             std::shared_ptr<std::atomic<int>> settled)
+                             std::shared_ptr<TuningMemory> memory)
         : key_(std::move(key)),
           input_(std::move(input)),
           f_(std::move(f)),
@@ -242,8 +243,8 @@ class ParallelInterleaveNode final
           empty_(static_cast<size_t>(cycle_length)),
           ready_(/*initially_set=*/false, context_->pool),
           tuner_(tuner),
-          settled_(std::move(settled)),
-          started_settled_(settled_ != nullptr && settled_->load(std::memory_order_relaxed) >= 0) {
+          memory_(std::move(memory)),
+          remembered_(memory_ != nullptr ? memory_->Load() : TuningHistory{}) {
       if (compact_) {
         if (input_ != nullptr) next_mark_ok_ = MarkInput(&next_mark_);
         // Drawn now, so that a state saved before the first slot opens holds it too.
@@ -477,10 +478,10 @@ class ParallelInterleaveNode final
     int max_parallelism() const override { return max_parallelism_; }
     int min_parallelism() const override { return min_parallelism_; }
     bool counts_output() const override { return tuner_ != nullptr; }
-    void Settle(int n) override {
-      if (settled_ != nullptr) settled_->store(n, std::memory_order_relaxed);
+    void Remember(const TuningHistory& history) override {
+      if (memory_ != nullptr) memory_->Store(history);
     }
-    bool started_settled() const override { return started_settled_; }
+    TuningHistory remembered() const override { return remembered_; }
     void SetParallelism(int n) override {
       n = std::clamp(n, min_parallelism_, max_parallelism_);
       target_.store(n, std::memory_order_relaxed);
@@ -1076,8 +1077,8 @@ class ParallelInterleaveNode final
     bool spawn_closed_ = false;
     AsyncEvent ready_;
     Tuner* tuner_;
-    const std::shared_ptr<std::atomic<int>> settled_;
-    const bool started_settled_;
+    const std::shared_ptr<TuningMemory> memory_;
+    const TuningHistory remembered_;
     std::optional<TunerRegistration> registration_;
     AsyncScope scope_;
   };
@@ -1089,8 +1090,8 @@ class ParallelInterleaveNode final
   int64_t block_length_;
   int64_t num_parallel_calls_;
   std::optional<bool> deterministic_;
-  // Where the tuner settled this op's parallelism in an earlier iterator (-1: nowhere yet).
-  std::shared_ptr<std::atomic<int>> settled_ = std::make_shared<std::atomic<int>>(-1);
+  // What the tuners of this node's iterators learned (the next iterator starts from it).
+  std::shared_ptr<TuningMemory> tuning_memory_ = std::make_shared<TuningMemory>();
 };
 
 // Dataset::Interleave(f, cycle_length, block_length, num_parallel_calls, deterministic, name).

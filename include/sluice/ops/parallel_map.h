@@ -23,11 +23,11 @@
 //   workers plus the consumer; order and exactly-once hold as above.
 // - Inline (kAutotune only): at parallelism 0 the op runs as the sequential Map does, on the consumer's
 //   thread with no lock, buffer or hand-off per element, for pipelines whose elements cost less than a
-//   hand-off between threads. A new op starts at 1 (or where an earlier iterator of the same dataset
-//   settled); the tuner lowers it there when one worker fewer gives the same output rate, and raises it
-//   again when workers pay (docs/autotune.md). Switching either way
-//   happens on the consumer's thread between elements: leaving starts the workers; entering waits until
-//   the workers have exited and every result taken from the input was returned.
+//   hand-off between threads. A new op starts at 1 (or where the tuner left an earlier iterator of the
+//   same dataset, with what it learned there); the tuner lowers it there when one worker fewer gives the same
+//   output rate, and raises it again when workers pay (docs/autotune.md). Switching either way happens on the
+//   consumer's thread between elements: leaving starts the workers; entering waits until the workers have
+//   exited and every result taken from the input was returned.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
@@ -166,12 +166,12 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // save writes the newest mark at or before the last result returned, and how many results lie between,
   // instead of pausing and saving the results (compact checkpoints). `mark_every` > 1 needs an input that
   // replays in order (ReplaysInOrder) and one that does not share the node.
-  // `settled` (caller runs only; may be null): where the tuner settled, shared with later iterators of the
-  // same node (a negative value: nothing settled yet).
+  // `memory` (caller runs only; may be null): what the tuner learned about this op, shared with the other
+  // iterators of the same node.
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
                     int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
                     std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false, int64_t mark_every = 1,
-                    std::shared_ptr<std::atomic<int>> settled = nullptr)
+                    std::shared_ptr<TuningMemory> memory = nullptr)
       : input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
@@ -188,8 +188,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         busy_tasks_(busy_tasks),
         compact_(compact && deterministic),
         mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)),
-        settled_(caller_runs ? std::move(settled) : nullptr),
-        started_settled_(settled_ != nullptr && settled_->load(std::memory_order_relaxed) >= 0) {
+        memory_(caller_runs ? std::move(memory) : nullptr),
+        remembered_(memory_ != nullptr ? memory_->Load() : TuningHistory{}) {
     if (compact_) {
       marks_.resize(capacity_);
       MarkReturnedStart();
@@ -408,10 +408,10 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int max_parallelism() const override { return max_parallelism_; }
   int min_parallelism() const override { return min_parallelism_; }
   bool counts_output() const override { return caller_runs_; }
-  void Settle(int n) override {
-    if (settled_ != nullptr) settled_->store(n, std::memory_order_relaxed);
+  void Remember(const TuningHistory& history) override {
+    if (memory_ != nullptr) memory_->Store(history);
   }
-  bool started_settled() const override { return started_settled_; }
+  TuningHistory remembered() const override { return remembered_; }
   void SetParallelism(int n) override {
     n = std::clamp(n, min_parallelism_, max_parallelism_);
     target_.store(n, std::memory_order_relaxed);
@@ -906,8 +906,8 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int64_t returned_next_ = 0;
   int64_t returned_mark_next_ = 0;  // the index returned_mark_ stands before
   bool returned_ended_ = false;
-  const std::shared_ptr<std::atomic<int>> settled_;
-  const bool started_settled_;
+  const std::shared_ptr<TuningMemory> memory_;
+  const TuningHistory remembered_;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -989,9 +989,9 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     ThreadPool* pool = context->pool;
     int limit = std::max(1, CpuBudget(*context));
-    // Tuned: 1 (one worker and caller runs), unless an earlier iterator of this node settled elsewhere.
-    const int settled = settled_->load(std::memory_order_relaxed);
-    int initial = num_parallel_calls_ == kAutotune ? std::min(limit, settled >= 0 ? settled : 1)
+    // Tuned: 1 (one worker and caller runs), unless an earlier iterator of this node was tuned elsewhere.
+    const int remembered = tuning_memory_->Load().parallelism;
+    int initial = num_parallel_calls_ == kAutotune ? std::min(limit, remembered >= 0 ? remembered : 1)
                                                    : static_cast<int>(num_parallel_calls_);
     int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
     if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
@@ -1001,7 +1001,7 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
                                max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
                                context->busy_tasks.get(),
                                /*compact=*/context->options.compact_checkpoints && deterministic,
-                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1, settled_);
+                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1, tuning_memory_);
   }
 
   NodePtr<T> input_;
@@ -1009,8 +1009,8 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
   FunctionParam function_;
   int64_t num_parallel_calls_;
   std::optional<bool> deterministic_;
-  // Where the tuner settled this op's parallelism in an earlier iterator (-1: nowhere yet).
-  std::shared_ptr<std::atomic<int>> settled_ = std::make_shared<std::atomic<int>>(-1);
+  // What the tuners of this node's iterators learned (the next iterator starts from it).
+  std::shared_ptr<TuningMemory> tuning_memory_ = std::make_shared<TuningMemory>();
 };
 
 // Dataset::Map(f, num_parallel_calls, deterministic, name): 0 and 1 are the sequential Map.
