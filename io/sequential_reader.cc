@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "io/mapped_blocks.h"
+#include "io/read_buffer_cache.h"
 #include "sluice/engine/async_event.h"
 #include "sluice/engine/async_scope.h"
 #include "sluice/engine/executor.h"
@@ -51,6 +52,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
         free_.pop_back();
       }
     }
+    if (p == nullptr) p = detail::TakeCachedReadBuffer(capacity_);
     if (p == nullptr) {
       p = static_cast<std::byte*>(::operator new(capacity_, std::align_val_t(kDirectIoAlignment), std::nothrow));
       if (p == nullptr) return nullptr;
@@ -80,7 +82,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
     }
     Free(p);
   }
-  static void Free(std::byte* p) { ::operator delete(p, std::align_val_t(kDirectIoAlignment)); }
+  // To the process-wide cache while it has room: the next reader's reads land in mapped pages.
+  void Free(std::byte* p) const {
+    if (!detail::CacheReadBuffer(p, capacity_)) ::operator delete(p, std::align_val_t(kDirectIoAlignment));
+  }
 
   const size_t capacity_;
   const size_t max_free_;

@@ -24,8 +24,8 @@
 namespace sluice::detail {
 
 inline constexpr size_t kTensorBlockAlignment = 64;
-inline constexpr size_t kMaxPooledBytes = size_t{256} << 10;
-inline constexpr size_t kSharedCacheBytes = size_t{16} << 20;
+inline constexpr size_t kMaxPooledBytes = size_t{4} << 20;
+inline constexpr size_t kSharedCacheBytes = size_t{64} << 20;
 
 // False under AddressSanitizer: every block then comes from and goes back to the system.
 bool TensorBlocksArePooled();
