@@ -43,7 +43,7 @@ bool HillClimber::HasBaseline(const OpState& op) const {
   if (stable_periods_ < 2 || op.last_rate <= 0 || (op.fresh && op.age <= config_.warmup_periods))
     return false;
   const double spread = std::abs(op.last_rate - op.before_rate) / std::max(op.last_rate, op.before_rate);
-  return spread <= config_.steady_spread && op.last_rate >= config_.steady_share * op.peak_rate;
+  return spread <= config_.steady_spread && op.last_rate >= config_.steady_share * op.learned.peak_rate;
 }
 
 void HillClimber::StartTrial(const Sample& s, size_t index, int to, bool lower) {
@@ -84,7 +84,7 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
     const bool measured_b = trial_rates_.size() % 2 == 1;
     if (trial_joint_) {
       for (size_t k = 0; k < trial_group_.size(); ++k) {
-        changes.push_back(Change{trial_group_[k], measured_b ? trial_group_previous_[k] : 0});
+        changes.push_back(Change{trial_group_[k], measured_b ? trial_group_previous_[k] : trial_to_});
       }
     } else {
       changes.push_back(Change{trial_index_, measured_b ? trial_previous_ : trial_to_});
@@ -103,8 +103,9 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
   const double median = ratios[ratios.size() / 2];
   stable_periods_ = 0;
   if (trial_joint_) {
-    // Kept: every op of the group inline, and none raised straight back; else the group goes back.
-    const bool paid = median >= 1 - config_.min_gain / 2;
+    // Kept inline: no op of the group is raised straight back. Kept at one worker: the ops' own raises
+    // (tried or not) start afresh from there. Else the group goes back, and the joint trial backs off.
+    const bool paid = trial_lower_ ? median >= 1 - config_.min_gain / 2 : median >= 1 + config_.min_gain;
     if (paid) {
       joint_failures_ = 0;
       joint_cooldown_ = config_.cooldown_periods;
@@ -113,28 +114,39 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
       ++joint_failures_;
     }
     for (size_t k = 0; k < trial_group_.size(); ++k) {
-      if (paid)
-        ops_[trial_group_[k]].cooldown = std::max(ops_[trial_group_[k]].cooldown, config_.cooldown_periods);
-      changes.push_back(Change{trial_group_[k], paid ? 0 : trial_group_previous_[k], /*settled=*/true});
+      OpState& member = ops_[trial_group_[k]];
+      if (paid && trial_lower_)
+        member.learned.raise_cooldown = std::max(member.learned.raise_cooldown, config_.cooldown_periods);
+      if (paid && !trial_lower_) {
+        member.learned.raise_cooldown = 0;
+        member.learned.lower_cooldown = std::max(member.learned.lower_cooldown, config_.probe_periods);
+      }
+      changes.push_back(
+          Change{trial_group_[k], paid ? trial_to_ : trial_group_previous_[k], /*settled=*/true});
     }
     trial_joint_ = false;
     return changes;
   }
   OpState& op = ops_[trial_index_];
   const bool paid = trial_lower_ ? median >= 1 - config_.min_gain / 2 : median >= 1 + config_.min_gain;
-  int& failures = trial_lower_ ? op.lower_failures : op.failures;
-  int& cooldown = trial_lower_ ? op.lower_cooldown : op.cooldown;
-  int& other_cooldown = trial_lower_ ? op.cooldown : op.lower_cooldown;
+  int& failures = trial_lower_ ? op.learned.lower_failures : op.learned.raise_failures;
+  int& cooldown = trial_lower_ ? op.learned.lower_cooldown : op.learned.raise_cooldown;
+  int& other_cooldown = trial_lower_ ? op.learned.raise_cooldown : op.learned.lower_cooldown;
   int settled = trial_previous_;  // the last period ran at A
   if (paid) {
     settled = trial_to_;
     failures = 0;
     cooldown = 0;  // the same direction may go on at once
+    // The pipeline moved: a raise of another op that did not pay before (an inline Interleave's, while
+    // the Map it feeds was inline too) may pay now.
+    for (size_t j = 0; j < ops_.size(); ++j) {
+      if (j != trial_index_) ops_[j].learned.raise_cooldown = 0;
+    }
     // A kept raise is probed down again soon (a phase of the run may have favoured it: the probes back
     // off while they cost output); a kept lowering is not raised straight back.
-    other_cooldown = trial_lower_
-                         ? std::max(other_cooldown, config_.cooldown_periods)
-                         : config_.probe_periods << std::min(op.lower_failures, config_.max_backoff_shift);
+    other_cooldown = trial_lower_ ? std::max(other_cooldown, config_.cooldown_periods)
+                                  : config_.probe_periods
+                                        << std::min(op.learned.lower_failures, config_.max_backoff_shift);
   } else {
     cooldown = config_.cooldown_periods << std::min(failures, config_.max_backoff_shift);
     ++failures;
@@ -155,11 +167,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
       const TuningHistory& h = samples[i].history;
       if (h.parallelism < 0) continue;
       ops_[i].fresh = false;
-      ops_[i].cooldown = h.raise_cooldown;
-      ops_[i].failures = h.raise_failures;
-      ops_[i].lower_cooldown = h.lower_cooldown;
-      ops_[i].lower_failures = h.lower_failures;
-      ops_[i].peak_rate = h.peak_rate;
+      ops_[i].learned = h;
       joint_cooldown_ = std::max(joint_cooldown_, h.joint_cooldown);
       joint_failures_ = std::max(joint_failures_, h.joint_failures);
     }
@@ -172,12 +180,12 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
   for (size_t i = 0; i < samples.size(); ++i) {
     OpState& op = ops_[i];
     ++op.age;
-    if (op.cooldown > 0) --op.cooldown;
-    if (op.lower_cooldown > 0) --op.lower_cooldown;
+    if (op.learned.raise_cooldown > 0) --op.learned.raise_cooldown;
+    if (op.learned.lower_cooldown > 0) --op.learned.lower_cooldown;
     if (samples[i].rate >= 0) {
       op.before_rate = op.last_rate;
       op.last_rate = samples[i].rate;
-      op.peak_rate = std::max(op.last_rate, op.peak_rate * config_.peak_decay);
+      op.learned.peak_rate = std::max(op.last_rate, op.learned.peak_rate * config_.peak_decay);
     }
   }
   std::vector<Change> changes;
@@ -191,7 +199,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     if (!paid) {
       changes.push_back(Change{
           trial_index_, std::max(std::max(1, s.min_parallelism), std::min(s.parallelism, trial_previous_))});
-      ops_[trial_index_].cooldown = config_.cooldown_periods;
+      ops_[trial_index_].learned.raise_cooldown = config_.cooldown_periods;
       stable_periods_ = 0;
     }
     return changes;
@@ -205,7 +213,8 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
       ram_total += s.parallelism * s.unit_bytes;
     }
   }
-  if (cpu_total > config_.cpu_budget) {
+  const int cpu_limit = config_.cpu_budget + config_.cpu_oversubscription;
+  if (cpu_total > cpu_limit) {
     // The budget shrank (a shared pool's share): lower the most parallel CPU tunable by one. No
     // cooldown: nothing rises while the sum is at the budget, and when the share grows back the op
     // should climb again at once.
@@ -222,18 +231,51 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     const size_t largest = CostliestAboveOne(samples, /*uses_cpu=*/false);
     if (largest != samples.size()) {
       changes.push_back(Change{largest, samples[largest].parallelism - 1});
-      ops_[largest].cooldown = config_.cooldown_periods;
+      ops_[largest].learned.raise_cooldown = config_.cooldown_periods;
       stable_periods_ = 0;
       return changes;
     }
   }
+  // Ops that only pay together are never found by one-op moves. The inline-capable ops (rate-judged
+  // parallel Maps and Interleaves) are tried all at once: all inline (the sequential pipeline) against
+  // the settings they have, or all at one worker when all are inline. Two ops where either alone with a
+  // worker is slower than both inline: on the quick start both inline ran 2.7x (1, 1), either op alone
+  // inline 0.7x; on 12 shards into a 2 us Map both with a worker ran ~1.9x inline, either alone ~1.1x.
+  auto joint_trial = [&](bool up) {
+    if (joint_cooldown_ > 0) return false;
+    std::vector<size_t> group;
+    size_t movable = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      if (s.rate < 0 || !s.uses_cpu || s.min_parallelism > 0) continue;
+      if (!HasBaseline(ops_[i])) return false;
+      group.push_back(i);
+      if (up ? s.parallelism == 0 && s.max_parallelism >= 1 : s.parallelism > 0) ++movable;
+    }
+    // Up: every op of the group inline; down: two or more of them above.
+    if (group.size() < 2 || (up ? movable < group.size() : movable < 2)) return false;
+    if (up && cpu_total + static_cast<int>(group.size()) > cpu_limit) return false;
+    // Judged by the rate of the group's last op (the one nearest the consumer).
+    StartTrial(samples[group.back()], group.back(), up ? 1 : 0, /*lower=*/!up);
+    trial_joint_ = true;
+    trial_group_ = group;
+    trial_group_previous_.clear();
+    for (size_t i : group) {
+      trial_group_previous_.push_back(samples[i].parallelism);
+      changes.push_back(Change{i, trial_to_});
+    }
+    return true;
+  };
+  if (joint_trial(/*up=*/true)) return changes;
   bool found = false;
   size_t best = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& s = samples[i];
-    if (ops_[i].cooldown > 0 || s.parallelism >= s.max_parallelism || s.wait_fraction < config_.min_wait) continue;
+    if (ops_[i].learned.raise_cooldown > 0 || s.parallelism >= s.max_parallelism ||
+        s.wait_fraction < config_.min_wait)
+      continue;
     if (s.rate >= 0 && !HasBaseline(ops_[i])) continue;
-    if (s.uses_cpu && cpu_total >= config_.cpu_budget) continue;
+    if (s.uses_cpu && cpu_total >= cpu_limit) continue;
     if (!s.uses_cpu && ram_limited && ram_total + s.unit_bytes > config_.ram_budget_bytes) continue;
     if (!found || s.wait_fraction > samples[best].wait_fraction) {
       best = i;
@@ -241,38 +283,13 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
     }
   }
   if (!found) {
-    // Nothing to raise. Ops that only pay inline together (an inline Interleave feeding a Map whose
-    // workers would pull from it under the Map's lock) are never found by one-op probes, so first try
-    // them all inline at once: the sequential pipeline, against the settings they have.
-    if (joint_cooldown_ == 0) {
-      std::vector<size_t> group;
-      size_t above_inline = 0;
-      bool steady = true;
-      for (size_t i = 0; i < samples.size(); ++i) {
-        const Sample& s = samples[i];
-        if (s.rate < 0 || !s.uses_cpu || s.min_parallelism > 0) continue;
-        group.push_back(i);
-        if (s.parallelism > 0) ++above_inline;
-        steady = steady && HasBaseline(ops_[i]);
-      }
-      if (above_inline >= 2 && steady) {
-        // Judged by the rate of the group's last op (the one nearest the consumer).
-        StartTrial(samples[group.back()], group.back(), 0, /*lower=*/true);
-        trial_joint_ = true;
-        trial_group_ = group;
-        trial_group_previous_.clear();
-        for (size_t i : group) {
-          trial_group_previous_.push_back(samples[i].parallelism);
-          changes.push_back(Change{i, 0});
-        }
-        return changes;
-      }
-    }
+    // Nothing to raise: first the whole group inline, then one op one unit down.
+    if (joint_trial(/*up=*/false)) return changes;
     // Probe a rate-judged op one unit down, in case fewer units do as well.
     for (size_t i = 0; i < samples.size(); ++i) {
       const Sample& s = samples[i];
-      if (s.rate < 0 || !s.uses_cpu || s.parallelism <= s.min_parallelism || ops_[i].lower_cooldown > 0 ||
-          !HasBaseline(ops_[i])) {
+      if (s.rate < 0 || !s.uses_cpu || s.parallelism <= s.min_parallelism ||
+          ops_[i].learned.lower_cooldown > 0 || !HasBaseline(ops_[i])) {
         continue;
       }
       changes.push_back(Change{i, s.parallelism - 1});
@@ -298,7 +315,7 @@ std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& sa
 }
 
 TuningHistory HillClimber::History(size_t index, int parallelism) const {
-  TuningHistory h;
+  TuningHistory h = index < ops_.size() ? ops_[index].learned : TuningHistory{};
   h.parallelism = trial_ && trial_index_ == index ? trial_previous_ : parallelism;
   if (trial_ && trial_joint_) {
     for (size_t k = 0; k < trial_group_.size(); ++k) {
@@ -307,14 +324,6 @@ TuningHistory HillClimber::History(size_t index, int parallelism) const {
   }
   h.joint_cooldown = joint_cooldown_;
   h.joint_failures = joint_failures_;
-  if (index < ops_.size()) {
-    const OpState& op = ops_[index];
-    h.raise_cooldown = op.cooldown;
-    h.raise_failures = op.failures;
-    h.lower_cooldown = op.lower_cooldown;
-    h.lower_failures = op.lower_failures;
-    h.peak_rate = op.peak_rate;
-  }
   return h;
 }
 

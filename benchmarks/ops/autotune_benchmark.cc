@@ -96,6 +96,7 @@ void BM_ShardsAndMap(benchmark::State& state) {
 BENCHMARK(BM_ShardsAndMap)
     ->ArgNames({"interleave_calls", "map_calls"})
     ->Args({0, 0})
+    ->Args({1, 1})
     ->Args({1, 2})
     ->Args({2, 2})
     ->Args({1, 3})

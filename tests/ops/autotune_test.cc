@@ -22,9 +22,12 @@ namespace {
 using Sample = HillClimber::Sample;
 using Change = HillClimber::Change;
 
+// Exactly `cpu` units (no oversubscription, see OversubscribesTheCpuBudgetByOneUnit), short cooldowns,
+// no warm-up.
 HillClimber::Config Budget(int cpu) {
   HillClimber::Config config;
   config.cpu_budget = cpu;
+  config.cpu_oversubscription = 0;
   config.cooldown_periods = 3;
   config.warmup_periods = 0;
   return config;
@@ -282,7 +285,10 @@ struct TwoOps {
   int p0 = 1;
   int p1 = 1;
   double all_inline_rate = 300;
-  double Rate() const { return p0 == 0 && p1 == 0 ? all_inline_rate : (p0 == 0 || p1 == 0 ? 80.0 : 100.0); }
+  double workers_rate = 100;  // both with workers
+  double Rate() const {
+    return p0 == 0 && p1 == 0 ? all_inline_rate : (p0 == 0 || p1 == 0 ? 80.0 : workers_rate);
+  }
   // Runs `periods` periods; returns how many periods of joint trials ran both ops inline.
   int Run(HillClimber* climber, int periods) {
     int joint_trials = 0;
@@ -290,10 +296,16 @@ struct TwoOps {
       const double r = Rate();
       const std::vector<Change> changes = climber->Step({Rated(p0, 2, 0.01, r), Rated(p1, 2, 0.01, r)});
       if (changes.size() == 2 && p0 > 0 && p1 > 0 && !changes[0].settled) ++joint_trials;
-      for (const Change& c : changes) (c.index == 0 ? p0 : p1) = c.parallelism;
+      for (const Change& c : changes) {
+        (c.index == 0 ? p0 : p1) = c.parallelism;
+        if (c.settled) (c.index == 0 ? settled0 : settled1) = c.parallelism;
+      }
     }
     return joint_trials;
   }
+  // Where each op's last trial left it (-1: none ended); a run may end inside a later trial.
+  int settled0 = -1;
+  int settled1 = -1;
 };
 
 TEST(HillClimberTest, TriesInlineOpsInlineTogether) {
@@ -317,6 +329,69 @@ TEST(HillClimberTest, AJointInlineTrialThatCostsOutputIsUndoneAndBacksOff) {
   // ends after its first round, one period inline, as it loses clearly).
   EXPECT_GE(trials, 3);
   EXPECT_LE(trials, 6);
+}
+
+TEST(HillClimberTest, TriesInlineOpsWithAWorkerTogether) {
+  // Both inline (how tuned ops start) run at 100, either alone with a worker at 80, both with one at
+  // 250: one-op raises would each be undone.
+  HillClimber climber(Budget(2));
+  TwoOps ops;
+  ops.p0 = 0;
+  ops.p1 = 0;
+  ops.all_inline_rate = 100;
+  ops.workers_rate = 250;
+  ops.Run(&climber, 40);
+  EXPECT_EQ(ops.settled0, 1);
+  EXPECT_EQ(ops.settled1, 1);
+  // Where workers do not pay together either, the pair stays inline.
+  HillClimber other(Budget(2));
+  TwoOps inline_best;
+  inline_best.p0 = 0;
+  inline_best.p1 = 0;
+  inline_best.Run(&other, 40);
+  EXPECT_EQ(inline_best.settled0, 0);
+  EXPECT_EQ(inline_best.settled1, 0);
+}
+
+TEST(HillClimberTest, AKeptChangeLetsAnotherOpTryItsRaiseAgain) {
+  // Op 0's second worker pays only once op 1 has its second: op 0's first raise is undone and would
+  // cool down for 1000 periods, but op 1's kept raise moves the pipeline, so op 0 is tried again.
+  HillClimber::Config config = Budget(4);
+  config.cooldown_periods = 1000;
+  HillClimber climber(config);
+  int p0 = 1;
+  int p1 = 1;
+  auto rate = [&] { return p1 >= 2 ? (p0 >= 2 ? 400.0 : 200.0) : 100.0; };
+  for (int period = 0; period < 60; ++period) {
+    const double r = rate();
+    // Op 0's consumer waits most, so it is tried first.
+    for (const Change& c : climber.Step({Rated(p0, 2, 0.9, r, 1), Rated(p1, 2, 0.5, r, 1)})) {
+      (c.index == 0 ? p0 : p1) = c.parallelism;
+    }
+  }
+  EXPECT_EQ(p1, 2);
+  EXPECT_EQ(p0, 2);
+}
+
+TEST(HillClimberTest, OversubscribesTheCpuBudgetByOneUnit) {
+  // Two ops at one unit each on a budget of 2: a third unit is tried, and kept where it pays, as ops
+  // waiting on I/O hold idle units; a fourth is not tried.
+  auto run = [](int oversubscription) {
+    HillClimber::Config config = Budget(2);
+    config.cpu_oversubscription = oversubscription;
+    HillClimber climber(config);
+    int p0 = 1;
+    int p1 = 1;
+    for (int period = 0; period < 60; ++period) {
+      const double r = 100.0 * (p0 + p1);
+      for (const Change& c : climber.Step({Rated(p0, 4, 0.9, r, 1), Rated(p1, 4, 0.5, r, 1)})) {
+        (c.index == 0 ? p0 : p1) = c.parallelism;
+      }
+    }
+    return p0 + p1;
+  };
+  EXPECT_EQ(run(0), 2);
+  EXPECT_EQ(run(1), 3);
 }
 
 TEST(HillClimberTest, ANewOpWarmsUpAndAnOpWithHistoryWaitsForItsSteadyRate) {
@@ -398,9 +473,9 @@ TEST(TunerTest, DrivesRegisteredTunablesFromTheirWaitCounters) {
 }
 
 // Counts its output and keeps what the tuner remembers of it, as a tuned Map or Interleave does.
-class RememberingTunable : public Tunable {
+class FakeTunedOp : public Tunable {
  public:
-  explicit RememberingTunable(TuningHistory remembered) : remembered_(remembered) {
+  explicit FakeTunedOp(TuningHistory remembered) : remembered_(remembered) {
     if (remembered.parallelism >= 0) parallelism_ = remembered.parallelism;
   }
   int parallelism() const override { return parallelism_; }
@@ -428,7 +503,7 @@ TuningHistory RunIterator(TuningHistory remembered, int periods, int* trials) {
   config.climber.cooldown_periods = 100;
   config.period = std::chrono::hours(1);  // steps are manual
   Tuner tuner(config);
-  RememberingTunable op(remembered);
+  FakeTunedOp op(remembered);
   tuner.Register(&op);
   const int64_t period = 1000000;
   for (int step = 0; step < periods; ++step) {
@@ -465,6 +540,7 @@ TEST(TunerTest, FollowsTheIteratorsShareOfASharedPool) {
   auto share = std::make_shared<std::atomic<int>>(4);
   Tuner::Config config;
   config.climber.cpu_budget = 4;
+  config.climber.cpu_oversubscription = 0;  // the share alone bounds the sum here
   config.cpu_share = share;
   config.period = std::chrono::hours(1);  // steps are manual
   Tuner tuner(config);

@@ -14,14 +14,19 @@
 //   buffer keeps a raise if its consumer's wait fell by at least `min_gain`. An undone raise is not
 //   retried for `cooldown_periods`, doubling per failure. See docs/autotune.md.
 // - Budgets: a CPU tunable (parallelism) is raised only while the sum of CPU tunables' units is below the
-//   CPU budget (Options::cpu_budget, else the pool's threads). A RAM tunable (a buffer; a unit is one
+//   CPU budget (Options::cpu_budget, else the pool's threads) plus HillClimber::Config::cpu_oversubscription
+//   (1: ops waiting on I/O or on their input hold idle units). A RAM tunable (a buffer; a unit is one
 //   element of about unit_bytes()) is raised only if the sum over RAM tunables of units x unit_bytes stays
 //   within the RAM budget (Options::ram_budget_bytes, else half the machine's memory); when growing
 //   elements push that sum over the budget, the largest RAM tunable is lowered by one unit per period.
 //   Parallel ops' own buffers (2 elements per unit of parallelism) are not counted. An iterator with a
-//   share of a pool (IteratorContext::cpu_share) keeps its CPU tunables within min(budget, share), read
-//   every period: when the share shrinks below their sum, the most parallel one is lowered by one unit
-//   per period.
+//   share of a pool (IteratorContext::cpu_share) keeps its CPU tunables within min(budget, share) plus
+//   the oversubscription, read every period: when the share shrinks below their sum, the most parallel
+//   one is lowered by one unit per period.
+// - Tuned Maps and Interleaves start inline (0) unless an earlier iterator of their node was tuned. When
+//   two or more of them are inline they are first tried all at one worker together, and when two or
+//   more run with workers, all inline together: settings that only pay together are never found by
+//   one-op moves.
 // - Options::autotune = false: kAutotune becomes a fixed default (the CPU budget) and no tuner runs.
 // - Threading: Tuner is thread-safe; tunables' SetParallelism must be thread-safe. The tuner thread stops
 //   and joins in the destructor (the IteratorContext owns the tuner, so it dies after every stream).
@@ -42,6 +47,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sluice/export.h"
@@ -122,11 +128,33 @@ class Tunable {
   std::atomic<int64_t> outputs_{0};
 };
 
+// A Tunable whose dataset node keeps a TuningMemory for it: what the tuner learned goes there, and the
+// node's next iterator starts from it. `memory` null (the op is not tuned): nothing is kept.
+class RememberingTunable : public Tunable {
+ public:
+  // `remembered`: what `memory` held when the node made the op (loaded once, with the op's first setting).
+  RememberingTunable(std::shared_ptr<TuningMemory> memory, TuningHistory remembered)
+      : memory_(std::move(memory)), remembered_(remembered) {}
+  void Remember(const TuningHistory& history) final {
+    if (memory_ != nullptr) memory_->Store(history);
+  }
+  TuningHistory remembered() const final { return remembered_; }
+
+ private:
+  const std::shared_ptr<TuningMemory> memory_;
+  const TuningHistory remembered_;
+};
+
 // The decision logic, separate from clocks and threads.
 class SLUICE_EXPORT HillClimber {
  public:
   struct Config {
-    int cpu_budget = 1;           // the sum of parallelism the tuner may reach
+    int cpu_budget = 1;  // the sum of parallelism the tuner may reach, plus:
+    // Units the sum of CPU tunables may exceed the budget by. An op waiting on I/O or on its input holds
+    // its units idle, so the best rows of two parallel ops often sum above the cores (12 shards into a
+    // 2 us Map: interleave 1 + map 2 on 2 cores ran 1.4x 1 + 1); raises past the budget are judged by
+    // rate like any other.
+    int cpu_oversubscription = 1;
     double min_wait = 0.02;       // below this fraction of a period, an op is not worth raising
     double min_gain = 0.10;       // a raise must cut the op's wait fraction by this (relative) to stay
     int cooldown_periods = 50;    // how long a raise that did not pay is not retried (doubling per
@@ -185,13 +213,11 @@ class SLUICE_EXPORT HillClimber {
 
  private:
   struct OpState {
-    int cooldown = 0;        // before the next raise
-    int failures = 0;        // rate-judged raises in a row that did not pay
-    int lower_cooldown = 0;  // before the next lowering probe
-    int lower_failures = 0;  // lowering probes in a row that cost output
+    // Cooldowns and failures of both directions, and the peak rate (its parallelism and the joint
+    // fields are not used here: the samples and the climber hold those).
+    TuningHistory learned;
     double last_rate = 0;    // rate-judged: the op's output rate in the last period
     double before_rate = 0;  // and in the period before
-    double peak_rate = 0;    // the highest, decaying by peak_decay per period
     int age = 0;             // periods since this climber met the op
     bool fresh = true;       // no history: warms up first
   };

@@ -125,19 +125,22 @@ class ParallelInterleaveNode final
     int initial = 0;
     int max_parallelism = 0;
     Tuner* tuner = nullptr;
+    TuningHistory remembered;
     if (num_parallel_calls_ == kAutotune) {
       max_parallelism = std::min(cycle, std::max(1, CpuBudget(*context)));
       tuner = TunerFor(*context);
-      // Tuned: 1, unless an earlier iterator of this node was tuned elsewhere.
-      const int remembered = tuning_memory_->Load().parallelism;
+      // Tuned: inline (0: the sequential Interleave's step, on the consumer's thread) until the tuner
+      // finds that workers pay, unless an earlier iterator of this node was tuned: then where that one
+      // was left.
+      if (tuner != nullptr) remembered = tuning_memory_->Load();
       initial =
-          tuner != nullptr ? std::min(max_parallelism, remembered >= 0 ? remembered : 1) : max_parallelism;
+          tuner != nullptr ? std::min(max_parallelism, std::max(0, remembered.parallelism)) : max_parallelism;
     } else {
       initial = max_parallelism = static_cast<int>(std::min<int64_t>(num_parallel_calls_, cycle_length_));
     }
     return std::make_unique<ParallelInterleaveStream>(
         std::move(input), f_, context, cycle_length_, block_length_, initial, max_parallelism, deterministic,
-        tuner, Key(), tuner != nullptr ? tuning_memory_ : nullptr);
+        tuner, Key(), tuner != nullptr ? tuning_memory_ : nullptr, remembered);
   }
 
  public:
@@ -221,13 +224,14 @@ class ParallelInterleaveNode final
   // A slot as Save writes it: error, stream (input element, checkpoint), buffered elements, ended.
   using SavedSlot = std::tuple<std::optional<absl::Status>, std::optional<std::pair<T, std::string>>,
                                std::vector<absl::StatusOr<U>>, bool>;
-  class ParallelInterleaveStream final : public Stream<U>, public Tunable {
+  class ParallelInterleaveStream final : public Stream<U>, public RememberingTunable {
    public:
     ParallelInterleaveStream(std::unique_ptr<Stream<T>> input, F f, IteratorContextPtr context,
                              int64_t cycle_length, int64_t block_length, int parallelism, int max_parallelism,
                              bool deterministic, Tuner* tuner, IteratorState::NodeKey key,
-                             std::shared_ptr<TuningMemory> memory)
-        : key_(std::move(key)),
+                             std::shared_ptr<TuningMemory> memory, TuningHistory remembered)
+        : RememberingTunable(std::move(memory), remembered),
+          key_(std::move(key)),
           input_(std::move(input)),
           f_(std::move(f)),
           context_(std::move(context)),
@@ -242,9 +246,7 @@ class ParallelInterleaveNode final
           slots_(static_cast<size_t>(cycle_length)),
           empty_(static_cast<size_t>(cycle_length)),
           ready_(/*initially_set=*/false, context_->pool),
-          tuner_(tuner),
-          memory_(std::move(memory)),
-          remembered_(memory_ != nullptr ? memory_->Load() : TuningHistory{}) {
+          tuner_(tuner) {
       if (compact_) {
         if (input_ != nullptr) next_mark_ok_ = MarkInput(&next_mark_);
         // Drawn now, so that a state saved before the first slot opens holds it too.
@@ -478,10 +480,6 @@ class ParallelInterleaveNode final
     int max_parallelism() const override { return max_parallelism_; }
     int min_parallelism() const override { return min_parallelism_; }
     bool counts_output() const override { return tuner_ != nullptr; }
-    void Remember(const TuningHistory& history) override {
-      if (memory_ != nullptr) memory_->Store(history);
-    }
-    TuningHistory remembered() const override { return remembered_; }
     void SetParallelism(int n) override {
       n = std::clamp(n, min_parallelism_, max_parallelism_);
       target_.store(n, std::memory_order_relaxed);
@@ -553,7 +551,7 @@ class ParallelInterleaveNode final
       bool marked = true;
     };
 
-    static constexpr uint32_t kInlineSampleEvery = 8;  // a power of two
+    static constexpr uint32_t kInlineSampleEvery = 64;  // a power of two
 
     void Start() {
       started_ = true;
@@ -1077,8 +1075,6 @@ class ParallelInterleaveNode final
     bool spawn_closed_ = false;
     AsyncEvent ready_;
     Tuner* tuner_;
-    const std::shared_ptr<TuningMemory> memory_;
-    const TuningHistory remembered_;
     std::optional<TunerRegistration> registration_;
     AsyncScope scope_;
   };

@@ -144,7 +144,7 @@ class SampledWaits {
   }
 
  private:
-  static constexpr uint32_t kEvery = 8;  // a power of two
+  static constexpr uint32_t kEvery = 64;  // a power of two
   uint32_t waits_ = 0;
   bool timing_ = false;
   std::chrono::steady_clock::time_point since_;
@@ -158,7 +158,7 @@ inline void ResumeAllOn(ThreadPool* pool, std::vector<std::coroutine_handle<>>* 
 // See the file comment. `parallelism` workers start on the first Poll; SetParallelism (the tuner's
 // knob, thread-safe) changes their number between 1 and `max_parallelism` while the stream runs.
 template <class T, class U, class Fn>
-class ParallelMapStream final : public Stream<U>, public Tunable {
+class ParallelMapStream final : public Stream<U>, public RememberingTunable {
  public:
   // `tuner` (may be null) samples this stream and calls SetParallelism while it runs. `caller_runs`: the
   // consumer runs elements itself while it would otherwise wait (see the file comment).
@@ -167,12 +167,14 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   // instead of pausing and saving the results (compact checkpoints). `mark_every` > 1 needs an input that
   // replays in order (ReplaysInOrder) and one that does not share the node.
   // `memory` (caller runs only; may be null): what the tuner learned about this op, shared with the other
-  // iterators of the same node.
+  // iterators of the same node; `remembered`: what it held when the node made this stream.
   ParallelMapStream(std::unique_ptr<Stream<T>> input, Fn fn, ThreadPool* pool, int parallelism,
                     int max_parallelism, bool deterministic, Tuner* tuner = nullptr, bool caller_runs = false,
                     std::atomic<int64_t>* busy_tasks = nullptr, bool compact = false, int64_t mark_every = 1,
-                    std::shared_ptr<TuningMemory> memory = nullptr)
-      : input_(std::move(input)),
+                    std::shared_ptr<TuningMemory> memory = nullptr, TuningHistory remembered = {})
+      : RememberingTunable(caller_runs ? std::move(memory) : nullptr,
+                           caller_runs ? remembered : TuningHistory{}),
+        input_(std::move(input)),
         fn_(std::move(fn)),
         pool_(pool),
         deterministic_(deterministic),
@@ -187,9 +189,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
         caller_runs_(caller_runs),
         busy_tasks_(busy_tasks),
         compact_(compact && deterministic),
-        mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)),
-        memory_(caller_runs ? std::move(memory) : nullptr),
-        remembered_(memory_ != nullptr ? memory_->Load() : TuningHistory{}) {
+        mark_every_(kInputSharesNode ? 1 : std::max<int64_t>(1, mark_every)) {
     if (compact_) {
       marks_.resize(capacity_);
       MarkReturnedStart();
@@ -408,10 +408,6 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int max_parallelism() const override { return max_parallelism_; }
   int min_parallelism() const override { return min_parallelism_; }
   bool counts_output() const override { return caller_runs_; }
-  void Remember(const TuningHistory& history) override {
-    if (memory_ != nullptr) memory_->Store(history);
-  }
-  TuningHistory remembered() const override { return remembered_; }
   void SetParallelism(int n) override {
     n = std::clamp(n, min_parallelism_, max_parallelism_);
     target_.store(n, std::memory_order_relaxed);
@@ -443,7 +439,7 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
 
   enum class Step : uint8_t { kGo, kPark, kExit };
   static constexpr bool kInputSharesNode = requires { Fn::kInputSharesNode; };
-  static constexpr uint32_t kInlineSampleEvery = 8;  // a power of two
+  static constexpr uint32_t kInlineSampleEvery = 64;  // a power of two
 
   // Compact: where the input stands before any result is returned (made or restored), or with a null
   // input (a non-shared input that ended).
@@ -906,8 +902,6 @@ class ParallelMapStream final : public Stream<U>, public Tunable {
   int64_t returned_next_ = 0;
   int64_t returned_mark_next_ = 0;  // the index returned_mark_ stands before
   bool returned_ended_ = false;
-  const std::shared_ptr<TuningMemory> memory_;
-  const TuningHistory remembered_;
   std::optional<TunerRegistration> registration_;
   AsyncScope scope_;
 };
@@ -989,19 +983,20 @@ class ParallelMapNode final : public Node<UnwrapStatusOrT<std::invoke_result_t<F
     bool deterministic = deterministic_.value_or(context->options.deterministic);
     ThreadPool* pool = context->pool;
     int limit = std::max(1, CpuBudget(*context));
-    // Tuned: 1 (one worker and caller runs), unless an earlier iterator of this node was tuned elsewhere.
-    const int remembered = tuning_memory_->Load().parallelism;
-    int initial = num_parallel_calls_ == kAutotune ? std::min(limit, remembered >= 0 ? remembered : 1)
-                                                   : static_cast<int>(num_parallel_calls_);
-    int max_parallelism = num_parallel_calls_ == kAutotune ? limit : initial;
-    if (num_parallel_calls_ == kAutotune && !context->options.autotune) initial = max_parallelism = limit;
     const bool tuned = num_parallel_calls_ == kAutotune;
+    // Tuned: inline (0: the sequential Map's step, on the consumer's thread) until the tuner finds that
+    // workers pay, unless an earlier iterator of this node was tuned: then where that one was left.
+    const TuningHistory remembered = tuned ? tuning_memory_->Load() : TuningHistory{};
+    int initial =
+        tuned ? std::min(limit, std::max(0, remembered.parallelism)) : static_cast<int>(num_parallel_calls_);
+    int max_parallelism = tuned ? limit : initial;
+    if (tuned && !context->options.autotune) initial = max_parallelism = limit;
     Tuner* tuner = tuned ? TunerFor(*context) : nullptr;
-    return std::make_unique<S>(std::move(input), detail_parallel::UserMapFn<T, F>{f_}, pool, initial,
-                               max_parallelism, deterministic, tuner, /*caller_runs=*/tuned,
-                               context->busy_tasks.get(),
-                               /*compact=*/context->options.compact_checkpoints && deterministic,
-                               ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1, tuning_memory_);
+    return std::make_unique<S>(
+        std::move(input), detail_parallel::UserMapFn<T, F>{f_}, pool, initial, max_parallelism, deterministic,
+        tuner, /*caller_runs=*/tuned, context->busy_tasks.get(),
+        /*compact=*/context->options.compact_checkpoints && deterministic,
+        ReplaysInOrder(*input_, context->options) ? kMarkInterval : 1, tuning_memory_, remembered);
   }
 
   NodePtr<T> input_;
