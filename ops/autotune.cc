@@ -73,13 +73,18 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
   trial_rates_.push_back(std::max(0.0, s.rate));
   const size_t rounds = static_cast<size_t>(std::max(1, config_.judge_periods));
   // A setting that lost clearly in its first round is undone at once: most probes fail, and the rest of
-  // the trial would run half its periods at the worse setting.
-  bool lost_early = false;
+  // the trial would run half its periods at the worse setting. One that won clearly is kept at once if
+  // its two A periods agree (a run speeding up across the trial's start would pass for a gain).
+  bool decided_early = false;
   if (trial_rates_.size() == 2) {
-    const double a = (trial_baseline_ + trial_rates_[1]) / 2;
-    lost_early = a > 0 && trial_rates_[0] / a < config_.early_undo_ratio;
+    const double a0 = trial_baseline_;
+    const double a1 = trial_rates_[1];
+    const double a = (a0 + a1) / 2;
+    const double ratio = a > 0 ? trial_rates_[0] / a : 1.0;
+    const bool a_steady = std::abs(a1 - a0) <= config_.steady_spread * std::max(a0, a1);
+    decided_early = ratio < config_.early_undo_ratio || (a_steady && ratio >= config_.early_keep_ratio);
   }
-  if (trial_rates_.size() < 2 * rounds && !lost_early) {
+  if (trial_rates_.size() < 2 * rounds && !decided_early) {
     // Odd entries ran at B, even ones at A: switch for the next period.
     const bool measured_b = trial_rates_.size() % 2 == 1;
     if (trial_joint_) {

@@ -207,9 +207,10 @@ std::vector<Change> RunTrial(HillClimber* climber, int* parallelism, int max, Ra
 TEST(HillClimberTest, ARateJudgedRaiseAlternatesSettingsAndStaysWhenItPays) {
   HillClimber climber(Budget(4));
   int p = 0;
-  // Two periods with no change give a baseline; then B (1) A (0) B A B A.
+  // Two periods with no change give a baseline; then B (1) A (0) B A B A. One worker gains 30%: more
+  // than min_gain, less than early_keep_ratio, so the whole trial runs.
   EXPECT_TRUE(climber.Step({Rated(p, 4, 0.9, 100)}).empty());
-  std::vector<Change> trial = RunTrial(&climber, &p, 4, [](int q) { return 100.0 * (q + 1); });
+  std::vector<Change> trial = RunTrial(&climber, &p, 4, [](int q) { return 100.0 + 30.0 * q; });
   ASSERT_EQ(trial.size(), 7u);
   std::vector<int> settings;
   for (const Change& c : trial) settings.push_back(c.parallelism);
@@ -256,6 +257,17 @@ TEST(HillClimberTest, ATrialThatLosesClearlyInItsFirstRoundEndsThere) {
   ASSERT_EQ(trial.size(), 3u);
   EXPECT_TRUE(trial.back().settled);
   EXPECT_EQ(p, 0);
+}
+
+TEST(HillClimberTest, ATrialThatWinsClearlyInItsFirstRoundEndsThere) {
+  HillClimber climber(Budget(4));
+  int p = 0;
+  EXPECT_TRUE(climber.Step({Rated(p, 4, 0.9, 100)}).empty());
+  // One worker doubles the output: B, A, then kept (2 periods, not 6).
+  std::vector<Change> trial = RunTrial(&climber, &p, 4, [](int q) { return q == 0 ? 100.0 : 200.0; });
+  ASSERT_EQ(trial.size(), 3u);
+  EXPECT_TRUE(trial.back().settled);
+  EXPECT_EQ(p, 1);
 }
 
 TEST(HillClimberTest, AbPeriodsCancelAPhaseChangeDuringTheTrial) {

@@ -165,8 +165,10 @@ class SLUICE_EXPORT HillClimber {
     int judge_periods = 3;
     // A kept raise is probed one unit down after this many periods (doubling per probe that cost output).
     int probe_periods = 10;
-    // A trial whose first B period ran below this share of its A periods ends there, undone.
+    // A trial whose first B period ran below this share of its A periods ends there, undone; one whose
+    // first B ran at least early_keep_ratio times its A periods ends there, kept.
     double early_undo_ratio = 0.7;
+    double early_keep_ratio = 1.5;
     // A rate-judged trial starts only in a steady phase of the run: the last two periods' rates within
     // steady_spread of each other, and the last one at least steady_share of the op's peak rate (which
     // decays by peak_decay per period, so that a pipeline that slowed for good is tried again).
