@@ -152,8 +152,8 @@ class SLUICE_EXPORT HillClimber {
     int cpu_budget = 1;  // the sum of parallelism the tuner may reach, plus:
     // Units the sum of CPU tunables may exceed the budget by. An op waiting on I/O or on its input holds
     // its units idle, so the best rows of two parallel ops often sum above the cores (12 shards into a
-    // 2 us Map: interleave 1 + map 2 on 2 cores ran 1.4x 1 + 1); raises past the budget are judged by
-    // rate like any other.
+    // 2 us Map: interleave 1 + map 2 on 2 pool threads ran 1.2-1.3x 1 + 1); raises past the budget are
+    // judged by rate like any other.
     int cpu_oversubscription = 1;
     double min_wait = 0.02;       // below this fraction of a period, an op is not worth raising
     double min_gain = 0.10;       // a raise must cut the op's wait fraction by this (relative) to stay
