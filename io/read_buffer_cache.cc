@@ -5,22 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include "io/address_sanitizer.h"
 #include "sluice/io/file.h"
 
 namespace sluice::detail {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCached = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kCached = false;
-#else
-constexpr bool kCached = true;
-#endif
-#else
-constexpr bool kCached = true;
-#endif
+constexpr bool kCached = !kAddressSanitizer;
 
 struct Cache {
   std::mutex mu;

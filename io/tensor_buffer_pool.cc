@@ -7,20 +7,12 @@
 #include <mutex>
 #include <new>
 
+#include "io/address_sanitizer.h"
+
 namespace sluice::detail {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPooled = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kPooled = false;
-#else
-constexpr bool kPooled = true;
-#endif
-#else
-constexpr bool kPooled = true;
-#endif
+constexpr bool kPooled = !kAddressSanitizer;
 
 // Classes: 64, 128, 192, 256, then 2^k * (1.25, 1.5, 1.75, 2) for 2^k from 256 to kMaxPooledBytes / 2.
 constexpr size_t kSmallStep = 64;

@@ -163,8 +163,8 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
 
 std::vector<HillClimber::Change> HillClimber::Step(const std::vector<Sample>& samples) {
   if (samples.size() != ops_.size()) {
-    // New ops are probed downwards first (one unit less may do as well); an op with a history (an
-    // earlier iterator of its dataset) goes on from it, so that each epoch does not pay the same trials.
+    // An op with a history (an earlier iterator of its dataset) goes on from it, so that each epoch does
+    // not pay the same trials; a new one warms up first.
     ops_.assign(samples.size(), OpState{});
     joint_cooldown_ = 0;
     joint_failures_ = 0;

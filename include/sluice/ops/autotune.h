@@ -70,7 +70,8 @@ struct TuningHistory {
   int lower_cooldown = 0;
   int lower_failures = 0;  // lowering probes in a row that cost output
   double peak_rate = 0;    // the op's highest output rate per period, decaying (see HillClimber)
-  // The tuner's trial of all inline-capable ops inline at once (the same in every op of a pipeline).
+  // The tuner's joint trials (all inline-capable ops inline, or all at one worker, at once; the same in
+  // every op of a pipeline).
   int joint_cooldown = 0;
   int joint_failures = 0;
 };
@@ -240,7 +241,7 @@ class SLUICE_EXPORT HillClimber {
   double trial_baseline_ = 0;
   int trial_to_ = 1;                 // the setting on trial (B); trial_previous_ is A
   std::vector<double> trial_rates_;  // rate-judged: the periods since the trial began, B A B A ...
-  // A joint trial: every op of trial_group_ inline (B) against its setting before (A); judged by the
+  // A joint trial: every op of trial_group_ at trial_to_ (B) against its setting before (A); judged by the
   // rate of trial_index_, the group's last op.
   bool trial_joint_ = false;
   std::vector<size_t> trial_group_;

@@ -19,10 +19,10 @@
 // - Input elements and f run on the consumer's thread (f only builds a dataset); sub-dataset streams are
 //   polled on the pool, one worker per slot at a time.
 // - Inline (kAutotune with the tuner on): at parallelism 0 the consumer polls the slots' streams itself,
-//   as the sequential Interleave does, with no buffer or hand-off per element. A new op starts at 1 (or
-//   where the tuner left an earlier iterator of the same dataset, with what it learned); the tuner lowers it
-//   there when one worker fewer gives the same output rate, and raises it again when workers pay
-//   (docs/autotune.md). Elements a worker buffered before the op went inline are returned first.
+//   as the sequential Interleave does, with no buffer or hand-off per element. A new op starts inline (or
+//   where the tuner left an earlier iterator of the same dataset, with what it learned); the tuner raises
+//   it when workers pay and lowers it again when they stop paying (docs/autotune.md). Elements a worker
+//   buffered before the op went inline are returned first.
 // - Destruction: stops the workers, waits for them (and for sub-streams they are waiting on), then
 //   destroys the sub-streams and the input. Cardinality: unknown.
 // - Checkpoints (docs/checkpoint.md): Save pauses the workers as ParallelMap does (a flag under the lock

@@ -23,11 +23,11 @@
 //   workers plus the consumer; order and exactly-once hold as above.
 // - Inline (kAutotune only): at parallelism 0 the op runs as the sequential Map does, on the consumer's
 //   thread with no lock, buffer or hand-off per element, for pipelines whose elements cost less than a
-//   hand-off between threads. A new op starts at 1 (or where the tuner left an earlier iterator of the
-//   same dataset, with what it learned there); the tuner lowers it there when one worker fewer gives the same
-//   output rate, and raises it again when workers pay (docs/autotune.md). Switching either way happens on the
-//   consumer's thread between elements: leaving starts the workers; entering waits until the workers have
-//   exited and every result taken from the input was returned.
+//   hand-off between threads. A new op starts inline (or where the tuner left an earlier iterator of the
+//   same dataset, with what it learned there); the tuner raises it when workers pay and lowers it again
+//   when they stop paying (docs/autotune.md). Switching either way happens on the consumer's thread
+//   between elements: leaving starts the workers; entering waits until the workers have exited and every
+//   result taken from the input was returned.
 // - Threading: one consumer; workers resume the consumer through the pool, never inline.
 // - Cardinality: the input's.
 //
