@@ -36,7 +36,9 @@
 namespace {
 
 using sluice::Compression;
+using sluice::io::InflateLibrary;
 using sluice::io::Inflater;
+using sluice::io::IsalInflateAvailable;
 using sluice::io::TFRecordDecoder;
 using sluice::io::TFRecordParser;
 using sluice::io::TFRecordParserOptions;
@@ -161,14 +163,15 @@ struct Reference {
   bool capped = false;
 };
 
-Reference Inflate(Compression compression, std::span<const std::byte> file) {
+Reference Inflate(Compression compression, std::span<const std::byte> file,
+                  InflateLibrary library = InflateLibrary::kFastest) {
   Reference ref;
   if (compression == Compression::kNone) {
     ref.stream.assign(reinterpret_cast<const char*>(file.data()), file.size());
     return ref;
   }
   Inflater inflater(compression == Compression::kGzip ? ZlibFormat::kGzip : ZlibFormat::kZlib, kFileName,
-                    /*output_chunk_bytes=*/4096);
+                    /*output_chunk_bytes=*/4096, library);
   inflater.Feed(file);
   for (;;) {
     absl::StatusOr<std::span<const std::byte>> out = inflater.Next();
@@ -248,6 +251,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(data) + 2, size - 2);
 
   const Reference ref = Inflate(compression, file);
+  if (compression != Compression::kNone && IsalInflateAvailable()) {
+    // ISA-L decodes (the default) and zlib agree on every stream both accept.
+    const Reference zlib_ref = Inflate(compression, file, InflateLibrary::kZlib);
+    if (ref.ok && zlib_ref.ok) FUZZ_CHECK(ref.stream == zlib_ref.stream);
+  }
   Run runs[3];
   for (int config = 0; config < 3; ++config) {
     TFRecordParserOptions options;

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -26,54 +27,37 @@ absl::string_view FormatName(ZlibFormat format) {
   return "?";
 }
 
-int WindowBits(ZlibFormat format) {
-  switch (format) {
-    case ZlibFormat::kGzip:
-      return MAX_WBITS + 16;
-    case ZlibFormat::kZlib:
-      return MAX_WBITS;
-    case ZlibFormat::kAuto:
-      return MAX_WBITS + 32;
-    case ZlibFormat::kRawDeflate:
-      return -MAX_WBITS;
-  }
-  return MAX_WBITS;
-}
+// The Deflater writes GZIP or ZLIB only (Create() checks).
+int DeflateWindowBits(ZlibFormat format) { return format == ZlibFormat::kGzip ? MAX_WBITS + 16 : MAX_WBITS; }
 
-// zlib counts in uInt; larger spans are handed over in pieces.
+// zlib and ISA-L count in 32 bits; larger spans are handed over in pieces.
 constexpr size_t kMaxZlibSpan = size_t{1} << 30;
+
+// SLUICE_INFLATE=zlib: kFastest means zlib (read once).
+bool ZlibForcedByEnvironment() {
+  static const bool forced = [] {
+    const char* v = std::getenv("SLUICE_INFLATE");
+    return v != nullptr && absl::string_view(v) == "zlib";
+  }();
+  return forced;
+}
 
 }  // namespace
 
-Inflater::Inflater(ZlibFormat format, std::string name, size_t output_chunk_bytes)
-    : format_(format),
-      name_(std::move(name)),
-      stream_(std::make_unique<z_stream>()),
-      output_size_(std::max<size_t>(output_chunk_bytes, 64)) {}
+bool IsalInflateAvailable() { return MakeIsalInflateEngine(ZlibFormat::kGzip) != nullptr; }
+
+Inflater::Inflater(ZlibFormat format, std::string name, size_t output_chunk_bytes, InflateLibrary library)
+    : format_(format), name_(std::move(name)), output_size_(std::max<size_t>(output_chunk_bytes, 64)) {
+  const bool want_isal =
+      library == InflateLibrary::kIsal || (library == InflateLibrary::kFastest && !ZlibForcedByEnvironment());
+  if (want_isal) engine_ = MakeIsalInflateEngine(format);
+  library_ = engine_ != nullptr ? InflateLibrary::kIsal : InflateLibrary::kZlib;
+  if (engine_ == nullptr) engine_ = MakeZlibInflateEngine(format);
+}
 
 Inflater::Inflater(Inflater&&) noexcept = default;
-Inflater& Inflater::operator=(Inflater&& other) noexcept {
-  if (this != &other) {
-    if (stream_ && initialized_) inflateEnd(stream_.get());
-    format_ = other.format_;
-    name_ = std::move(other.name_);
-    stream_ = std::move(other.stream_);
-    initialized_ = std::exchange(other.initialized_, false);
-    in_stream_ = other.in_stream_;
-    ended_once_ = other.ended_once_;
-    input_ = other.input_;
-    output_ = std::move(other.output_);
-    output_size_ = other.output_size_;
-    consumed_ = other.consumed_;
-    produced_ = other.produced_;
-    status_ = std::move(other.status_);
-  }
-  return *this;
-}
-
-Inflater::~Inflater() {
-  if (stream_ && initialized_) inflateEnd(stream_.get());
-}
+Inflater& Inflater::operator=(Inflater&&) noexcept = default;
+Inflater::~Inflater() = default;
 
 absl::Status Inflater::Error(absl::string_view what) const {
   return absl::DataLossError(absl::StrCat(name_, ": ", what));
@@ -85,12 +69,8 @@ absl::Status Inflater::Init() {
     output_ = TryAllocateBytes(output_size_);
     if (output_ == nullptr) return OutOfMemory(name_, consumed_, "inflating", output_size_, "its output buffer");
   }
-  *stream_ = z_stream{};
-  const int rc = inflateInit2(stream_.get(), WindowBits(format_));
-  if (rc != Z_OK) {
-    return rc == Z_MEM_ERROR ? absl::ResourceExhaustedError(absl::StrCat(name_, ": out of memory in inflateInit"))
-                             : absl::InternalError(absl::StrCat(name_, ": inflateInit2 failed: ", rc));
-  }
+  if (absl::Status s = engine_->Init(); !s.ok())
+    return absl::Status(s.code(), absl::StrCat(name_, ": ", s.message()));
   initialized_ = true;
   return absl::OkStatus();
 }
@@ -103,71 +83,65 @@ absl::StatusOr<std::span<const std::byte>> Inflater::Next() {
     status_ = Init();
     if (!status_.ok()) return status_;
   }
-  z_stream& s = *stream_;
-  while (!input_.empty()) {
-    if (!in_stream_ && ended_once_ && format_ != ZlibFormat::kGzip && format_ != ZlibFormat::kAuto) {
+  // A decoder may hold decoded bytes beyond a full output buffer (ISA-L reads ahead into a bit buffer),
+  // so a call after a full buffer goes on even when all input is taken.
+  while (!input_.empty() || output_was_full_) {
+    if (!input_.empty() && !in_stream_ && ended_once_ && format_ != ZlibFormat::kGzip &&
+        format_ != ZlibFormat::kAuto) {
       status_ = Error(absl::StrCat("unexpected data after the end of the ", FormatName(format_),
                                    " stream at compressed offset ", consumed_));
       return status_;
     }
     const bool starts_member = !in_stream_ && ended_once_;
-    in_stream_ = true;
-    const size_t in_n = std::min(input_.size(), kMaxZlibSpan);
-    s.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(input_.data()));
-    s.avail_in = static_cast<uInt>(in_n);
-    s.next_out = reinterpret_cast<Bytef*>(output_.get());
-    s.avail_out = static_cast<uInt>(std::min(output_size_, kMaxZlibSpan));
+    in_stream_ = in_stream_ || !input_.empty();
     const uint64_t start = consumed_;
-    const int rc = inflate(&s, Z_NO_FLUSH);
-    const size_t used = in_n - s.avail_in;
-    const size_t out_n = std::min(output_size_, kMaxZlibSpan) - s.avail_out;
-    consumed_ += used;
-    produced_ += out_n;
-    input_ = input_.subspan(used);
-    switch (rc) {
-      case Z_STREAM_END:
+    const size_t out_capacity = std::min(output_size_, kMaxZlibSpan);
+    const InflateStep step = engine_->Step(input_.first(std::min(input_.size(), kMaxZlibSpan)),
+                                           std::span<std::byte>(output_.get(), out_capacity));
+    consumed_ += step.used;
+    produced_ += step.produced;
+    input_ = input_.subspan(step.used);
+    output_was_full_ = step.outcome == InflateOutcome::kProgress && step.produced == out_capacity;
+    // Where the damage begins: decoders read ahead into a bit buffer.
+    const uint64_t damage_at = consumed_ >= step.back ? consumed_ - step.back : 0;
+    switch (step.outcome) {
+      case InflateOutcome::kStreamEnd:
         in_stream_ = false;
         ended_once_ = true;
-        inflateReset(&s);
+        engine_->Reset();
         break;
-      case Z_OK:
+      case InflateOutcome::kProgress:
         break;
-      case Z_BUF_ERROR:
+      case InflateOutcome::kNoProgress:
         // No progress with input and output space available cannot happen on a healthy stream.
-        if (used == 0 && out_n == 0) {
-          status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
-                                       consumed_, ": inflate made no progress"));
-        }
+        status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
+                                     consumed_, ": inflate made no progress"));
         break;
-      case Z_NEED_DICT:
+      case InflateOutcome::kNeedDict:
         status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
                                      consumed_, ": it needs a preset dictionary"));
         break;
-      case Z_MEM_ERROR:
+      case InflateOutcome::kOutOfMemory:
         status_ = absl::ResourceExhaustedError(
             absl::StrCat(name_, ": out of memory while inflating at compressed offset ", consumed_));
         break;
-      default: {
-        const char* msg = s.msg != nullptr ? s.msg : "unknown zlib error";
+      case InflateOutcome::kCorrupt:
         if (starts_member) {
           status_ = Error(absl::StrCat("data after the end of a gzip member at compressed offset ", start,
-                                       " is not another gzip member: ", msg));
-        } else if (const absl::string_view m(msg); m == "incorrect data check" || m == "incorrect length check") {
-          // zlib has just read the 4-byte trailer field that disagrees with the data: name where it starts.
-          status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
-                                       consumed_ >= 4 ? consumed_ - 4 : consumed_, ": ", msg,
-                                       " (the stream's trailer disagrees with the ", produced_,
-                                       " bytes decompressed)"));
+                                       " is not another gzip member: ", step.detail));
+        } else if (step.trailer) {
+          status_ = Error(absl::StrCat(
+              "corrupt ", FormatName(format_), " stream at compressed offset ", damage_at, ": ", step.detail,
+              " (the stream's trailer disagrees with the ", produced_, " bytes decompressed)"));
         } else {
           status_ = Error(absl::StrCat("corrupt ", FormatName(format_), " stream at compressed offset ",
-                                       consumed_, ": ", msg));
+                                       damage_at, ": ", step.detail));
         }
         break;
-      }
     }
     // What the failing call decompressed before the damage is good data (a bad trailer CRC fails only
     // after the whole stream came out): hand it out first; the error comes with the next call.
-    if (out_n != 0) return std::span<const std::byte>(output_.get(), out_n);
+    if (step.produced != 0) return std::span<const std::byte>(output_.get(), step.produced);
     if (!status_.ok()) return status_;
   }
   return std::span<const std::byte>();
@@ -198,7 +172,8 @@ absl::StatusOr<Deflater> Deflater::Create(ZlibFormat format, int level) {
   }
   Deflater d;
   d.stream_ = std::make_unique<z_stream>();
-  const int rc = deflateInit2(d.stream_.get(), level, Z_DEFLATED, WindowBits(format), 8, Z_DEFAULT_STRATEGY);
+  const int rc =
+      deflateInit2(d.stream_.get(), level, Z_DEFLATED, DeflateWindowBits(format), 8, Z_DEFAULT_STRATEGY);
   if (rc != Z_OK) {
     d.stream_.reset();
     return absl::InternalError(absl::StrCat("Deflater: deflateInit2 failed: ", rc));
