@@ -36,9 +36,18 @@ struct ReplicaStats {
   std::vector<int64_t> latencies_ns;
 };
 
-void RunReplica(ReplicaIterator<Tensor> replica, bool timed, ReplicaStats* stats) {
+// A training step between two Next() calls. A sleep, not a busy wait: the step runs on an accelerator,
+// and on these 2 cores two spinning replicas would starve the producer thread (p99 then ~120 us, the
+// scheduler's, not the fan-out's). Sleeps last at least `step` (timer slack adds ~50 us).
+void Compute(std::chrono::microseconds step) {
+  if (step.count() != 0) std::this_thread::sleep_for(step);
+}
+
+void RunReplica(ReplicaIterator<Tensor> replica, bool timed, ReplicaStats* stats,
+                std::chrono::microseconds step) {
   if (timed) stats->latencies_ns.reserve(static_cast<size_t>(kStepsPerIteration));
   for (;;) {
+    Compute(step);
     stats->max_buffered = std::max(stats->max_buffered, replica.buffered());
     auto start = std::chrono::steady_clock::now();
     auto next = replica.NextBlocking();
@@ -65,7 +74,8 @@ void BM_FanOutThroughput(benchmark::State& state) {
     std::vector<ReplicaStats> stats(static_cast<size_t>(replicas));
     {
       std::vector<std::jthread> threads;
-      for (int r = 0; r < replicas; ++r) threads.emplace_back(RunReplica, it.Replica(r), false, &stats[r]);
+      for (int r = 0; r < replicas; ++r)
+        threads.emplace_back(RunReplica, it.Replica(r), false, &stats[r], std::chrono::microseconds(0));
     }
     for (const ReplicaStats& s : stats) {
       total += s.batches;
@@ -80,9 +90,13 @@ void BM_FanOutThroughput(benchmark::State& state) {
 }
 BENCHMARK(BM_FanOutThroughput)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// Latency of one replica's Next() with 2 replicas when the producer keeps up (it has nothing to do).
+// Latency of one replica's Next() with 2 replicas; the producer has nothing to do but the fan-out.
+// step_us: each replica spends at least that long on its step between calls, as a trainer does. At 0
+// both replicas call Next() back to back and outrun the one producer thread (2 cores, 3 threads), so
+// many calls wait for it; at 20 the producer keeps the queues filled and a call measures the hand-off.
 void BM_ReplicaNextLatency(benchmark::State& state) {
   const int replicas = 2;
+  const std::chrono::microseconds step(state.range(0));
   MirroredStrategy strategy(replicas);
   auto dist = strategy.DistributeDataset(GlobalBatches(replicas, kStepsPerIteration));
   std::vector<int64_t> all;
@@ -92,7 +106,8 @@ void BM_ReplicaNextLatency(benchmark::State& state) {
     std::vector<ReplicaStats> stats(static_cast<size_t>(replicas));
     {
       std::vector<std::jthread> threads;
-      for (int r = 0; r < replicas; ++r) threads.emplace_back(RunReplica, it.Replica(r), true, &stats[r]);
+      for (int r = 0; r < replicas; ++r)
+        threads.emplace_back(RunReplica, it.Replica(r), true, &stats[r], step);
     }
     for (const ReplicaStats& s : stats) {
       all.insert(all.end(), s.latencies_ns.begin(), s.latencies_ns.end());
@@ -109,7 +124,12 @@ void BM_ReplicaNextLatency(benchmark::State& state) {
   state.counters["max_buffered"] = static_cast<double>(max_buffered);
   state.counters["prefetch_window"] = replicas;
 }
-BENCHMARK(BM_ReplicaNextLatency)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplicaNextLatency)
+    ->ArgName("step_us")
+    ->Arg(0)
+    ->Arg(20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice
