@@ -53,6 +53,9 @@ class InflateEngine {
   virtual void Reset() = 0;
 };
 
+// Whether this build of sluice can decode with ISA-L (SLUICE_HAVE_ISAL).
+bool IsalInflateAvailable();
+
 std::unique_ptr<InflateEngine> MakeZlibInflateEngine(ZlibFormat format);
 // nullptr when sluice was built without ISA-L or for formats it does not take (kAuto, kRawDeflate).
 std::unique_ptr<InflateEngine> MakeIsalInflateEngine(ZlibFormat format);

@@ -170,12 +170,16 @@ class IsalInflateEngine final : public InflateEngine {
 
 }  // namespace
 
+bool IsalInflateAvailable() { return true; }
+
 std::unique_ptr<InflateEngine> MakeIsalInflateEngine(ZlibFormat format) {
   if (format != ZlibFormat::kGzip && format != ZlibFormat::kZlib) return nullptr;
   return std::make_unique<IsalInflateEngine>(format);
 }
 
 #else
+
+bool IsalInflateAvailable() { return false; }
 
 std::unique_ptr<InflateEngine> MakeIsalInflateEngine(ZlibFormat) { return nullptr; }
 

@@ -44,8 +44,6 @@ bool ZlibForcedByEnvironment() {
 
 }  // namespace
 
-bool IsalInflateAvailable() { return MakeIsalInflateEngine(ZlibFormat::kGzip) != nullptr; }
-
 Inflater::Inflater(ZlibFormat format, std::string name, size_t output_chunk_bytes, InflateLibrary library)
     : format_(format), name_(std::move(name)), output_size_(std::max<size_t>(output_chunk_bytes, 64)) {
   const bool want_isal =

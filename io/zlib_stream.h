@@ -1,6 +1,7 @@
-// Streaming zlib: an Inflater fed compressed chunks that hands out decompressed chunks, and a Deflater
-// that appends compressed bytes to a string. Both are synchronous and allocation-bounded: one output
-// buffer of `output_chunk_bytes` for the Inflater, whatever the input (no zip bomb can grow it).
+// Streaming deflate (zlib, or ISA-L for inflating): an Inflater fed compressed chunks that hands out
+// decompressed chunks, and a Deflater that appends compressed bytes to a string. Both are synchronous and
+// allocation-bounded: one output buffer of `output_chunk_bytes` for the Inflater, whatever the input (no zip
+// bomb can grow it).
 //
 // Inflater contract:
 //   - Format kGzip reads gzip members (header fields such as mtime, OS, name are skipped, not checked);
@@ -10,14 +11,14 @@
 //     has returned an empty span (all of it consumed). Next() returns the next piece of decompressed
 //     output (valid until the next call to Next()/Feed()/Finish()), or an empty span when it needs more
 //     input. Finish() is called once at the end of the input.
-//   - Errors: a corrupt stream is DataLoss "NAME: corrupt GZIP stream at compressed offset N: <zlib>";
+//   - Errors: a corrupt stream is DataLoss "NAME: corrupt GZIP stream at compressed offset N: <cause>";
 //     bytes after the end of a zlib stream, or after a gzip member that do not start another member, are
 //     DataLoss naming their offset; Finish() in the middle of a stream is DataLoss "truncated". Errors are
 //     sticky. Everything decompressed before an error is handed out first: the call that meets the damage
 //     returns the output before it, and the next call (or Finish()) the error, so a stream whose trailer
-//     CRC alone is bad yields all of its data, then DataLoss. (Bytes zlib decoded from the damaged part
-//     before it noticed may be among that output: a checksum of the caller's, such as TFRecord's, catches
-//     them.) An empty input is an empty stream (no error), as in TensorFlow.
+//     CRC alone is bad yields all of its data, then DataLoss. (Bytes the decoder produced from the damaged
+//     part before it noticed may be among that output: a checksum of the caller's, such as TFRecord's,
+//     catches them.) An empty input is an empty stream (no error), as in TensorFlow.
 //   - Library: kFastest decodes GZIP and ZLIB with Intel ISA-L's igzip when sluice was built with it
 //     (about twice zlib's rate), zlib otherwise and for kAuto and kRawDeflate; kZlib and kIsal ask for
 //     one (kIsal falls back to zlib where ISA-L cannot serve). library() says which one runs. The
@@ -55,9 +56,6 @@ namespace sluice::io {
 inline constexpr size_t kDefaultInflateChunkBytes = size_t{256} << 10;
 
 enum class InflateLibrary { kFastest, kZlib, kIsal };
-
-// Whether this build of sluice can decode with ISA-L.
-bool IsalInflateAvailable();
 
 class Inflater {
  public:

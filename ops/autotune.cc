@@ -33,6 +33,9 @@ size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool u
   return costliest;
 }
 
+// Two rates differ by at most `spread` of the larger (0 and 0 agree).
+bool RatesAgree(double a, double b, double spread) { return std::abs(a - b) <= spread * std::max(a, b); }
+
 }  // namespace
 
 // A rate-judged trial may start once nothing changed for two periods and the op runs in a steady phase:
@@ -42,8 +45,8 @@ size_t CostliestAboveOne(const std::vector<HillClimber::Sample>& samples, bool u
 bool HillClimber::HasBaseline(const OpState& op) const {
   if (stable_periods_ < 2 || op.last_rate <= 0 || (op.fresh && op.age <= config_.warmup_periods))
     return false;
-  const double spread = std::abs(op.last_rate - op.before_rate) / std::max(op.last_rate, op.before_rate);
-  return spread <= config_.steady_spread && op.last_rate >= config_.steady_share * op.learned.peak_rate;
+  return RatesAgree(op.last_rate, op.before_rate, config_.steady_spread) &&
+         op.last_rate >= config_.steady_share * op.learned.peak_rate;
 }
 
 void HillClimber::StartTrial(const Sample& s, size_t index, int to, bool lower) {
@@ -81,7 +84,7 @@ std::vector<HillClimber::Change> HillClimber::JudgeByRate(const std::vector<Samp
     const double a1 = trial_rates_[1];
     const double a = (a0 + a1) / 2;
     const double ratio = a > 0 ? trial_rates_[0] / a : 1.0;
-    const bool a_steady = std::abs(a1 - a0) <= config_.steady_spread * std::max(a0, a1);
+    const bool a_steady = RatesAgree(a0, a1, config_.steady_spread);
     decided_early = ratio < config_.early_undo_ratio || (a_steady && ratio >= config_.early_keep_ratio);
   }
   if (trial_rates_.size() < 2 * rounds && !decided_early) {
