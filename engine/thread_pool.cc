@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -89,7 +90,24 @@ class SharedQueue {
 // by a worker whose tasks keep refilling its local queue. Prime, so it does not beat with batch sizes.
 constexpr std::uint32_t kSharedPollInterval = 61;
 constexpr std::size_t kInitialLocalCapacity = 64;
-constexpr int kIdleRoundsBeforeSleep = 32;
+// Idle policy (figures in issue 14's notes). The first worker to run out of work searches for up to
+// kSpinBudget: a pause-spin between looks, giving the CPU to any runnable thread every
+// kPausesBetweenYields pauses (~0.6 us; so a spinner never holds a core others wait for). Work pushed
+// meanwhile starts within about a microsecond and its pusher makes no system call (the spinner counts as
+// searching): a replica's Next() pops an element and resumes the parked producer without a futex wake.
+// Eigen's pool, which tf.data runs on, keeps one thread spinning in the same way. Other idle workers yield
+// kIdleYieldsBeforeSleep times, then sleep. Bounded, so an idle pool is asleep within ~0.1 ms.
+constexpr std::chrono::microseconds kSpinBudget(100);
+constexpr int kPausesBetweenYields = 32;
+constexpr int kIdleYieldsBeforeSleep = 32;
+
+inline void CpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
 
 // One worker's FIFO of handles. The owner pushes and pops; idle workers steal from the front too (the
 // oldest item, which keeps the pool roughly FIFO). A plain mutex is uncontended on the owner's fast path
@@ -103,6 +121,7 @@ class LocalQueue {
     if (size_ == buffer_.size()) Grow();
     buffer_[(head_ + size_) & (buffer_.size() - 1)] = handle;
     ++size_;
+    size_hint_.store(size_, std::memory_order_relaxed);
   }
 
   std::coroutine_handle<> Pop() {
@@ -111,8 +130,12 @@ class LocalQueue {
     std::coroutine_handle<> handle = buffer_[head_];
     head_ = (head_ + 1) & (buffer_.size() - 1);
     --size_;
+    size_hint_.store(size_, std::memory_order_relaxed);
     return handle;
   }
+
+  // The size without the lock, possibly stale: what a spinning worker polls before it takes the lock.
+  bool MaybeNonEmpty() const { return size_hint_.load(std::memory_order_relaxed) != 0; }
 
   bool Empty() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -132,6 +155,7 @@ class LocalQueue {
   std::vector<std::coroutine_handle<>> buffer_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+  std::atomic<std::size_t> size_hint_{0};
 };
 
 // Which pool (and which of its workers) the calling thread belongs to. Read only inside Enqueue and
@@ -166,6 +190,8 @@ struct ThreadPool::Impl {
   void Run(int index);
   std::coroutine_handle<> FindWork(Worker& self, int index);
   std::coroutine_handle<> PopShared(Worker& self);
+  std::coroutine_handle<> Spin(Worker& self, int index);
+  bool WorkHinted() const;
   void Sleep();
   bool AnyLocalWork();
   bool WorkVisible();
@@ -193,6 +219,8 @@ struct ThreadPool::Impl {
 
   // Workers idle but still looking for work (Run's bounded rounds before Sleep()).
   std::atomic<int> num_searching{0};
+  // Raised by the one searching worker that spins (see kSpinBudget).
+  std::atomic<bool> spinner_active{false};
   // Sleepers registered in Sleep(); read by pushers without the lock on their fast path.
   std::atomic<int> num_sleepers{0};
   std::mutex sleep_mu;
@@ -211,7 +239,9 @@ void ThreadPool::Impl::Run(int index) {
   int idle_rounds = 0;
   bool searching = false;  // counted in num_searching
   for (;;) {
-    if (std::coroutine_handle<> handle = FindWork(self, index)) {
+    std::coroutine_handle<> handle = FindWork(self, index);
+    if (!handle && searching && idle_rounds == 1) handle = Spin(self, index);
+    if (handle) {
       if (searching) {
         searching = false;
         // Pushers skipped their wake-up while we searched, counting on us. If we were the last searcher
@@ -231,15 +261,15 @@ void ThreadPool::Impl::Run(int index) {
       std::this_thread::yield();  // a pop in flight elsewhere still has to drop the count
       continue;
     }
-    // A few more looks (yielding the CPU between them) before paying for a futex sleep and the pusher's
-    // wake-up call: bursts of short tasks often refill the queues within microseconds. Bounded, so an
-    // idle pool still goes to sleep almost at once. While we search, pushers need not wake anyone.
+    // A few more looks before paying for a futex sleep and the pusher's wake-up call: bursts of short
+    // tasks often refill the queues within microseconds. The first miss may spin (Spin), later ones yield
+    // the CPU. Bounded, so an idle pool still goes to sleep soon. While we search, pushers wake no one.
     if (!searching) {
       searching = true;
       num_searching.fetch_add(1, std::memory_order_seq_cst);
     }
-    if (++idle_rounds <= kIdleRoundsBeforeSleep) {
-      std::this_thread::yield();
+    if (++idle_rounds <= 1 + kIdleYieldsBeforeSleep) {
+      if (idle_rounds > 1) std::this_thread::yield();
       continue;
     }
     idle_rounds = 0;
@@ -252,6 +282,37 @@ void ThreadPool::Impl::Run(int index) {
   if (searching) num_searching.fetch_sub(1, std::memory_order_seq_cst);
   tls_pool = nullptr;
   tls_worker_index = -1;
+}
+
+// Called by a searching worker only, so pushes meanwhile rely on it (see Sleep). At most one worker spins;
+// it polls the lock-free hints and takes locks only when they show work.
+std::coroutine_handle<> ThreadPool::Impl::Spin(Worker& self, int index) {
+  if (spinner_active.load(std::memory_order_relaxed) ||
+      spinner_active.exchange(true, std::memory_order_acquire)) {
+    return nullptr;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
+  std::coroutine_handle<> handle = nullptr;
+  for (;;) {
+    for (int i = 0; i < kPausesBetweenYields && !handle; ++i) {
+      if (WorkHinted()) handle = FindWork(self, index);
+      if (!handle) CpuPause();
+    }
+    if (handle || draining.load(std::memory_order_acquire) || std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::yield();
+  }
+  spinner_active.store(false, std::memory_order_release);
+  return handle;
+}
+
+bool ThreadPool::Impl::WorkHinted() const {
+  if (shared_count.load(std::memory_order_relaxed) > 0) return true;
+  for (const std::unique_ptr<Worker>& worker : workers) {
+    if (worker->local.MaybeNonEmpty()) return true;
+  }
+  return false;
 }
 
 std::coroutine_handle<> ThreadPool::Impl::FindWork(Worker& self, int index) {
