@@ -17,12 +17,14 @@
 
 #include <cassert>
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "sluice/engine/detail/frame_allocator.h"
 #include "sluice/engine/detail/promise_base.h"
 #include "sluice/engine/detail/status_traits.h"
 #include "sluice/engine/detail/transfer.h"
@@ -47,6 +49,11 @@ struct TaskFinalAwaiter {
 
 class TaskPromiseBase : public PromiseBase {
  public:
+  // Frames come from a per-thread cache (sluice/engine/detail/frame_allocator.h): a pipeline starts
+  // tasks of the same few sizes per element.
+  static void* operator new(std::size_t size) { return AllocateFrame(size); }
+  static void operator delete(void* frame, std::size_t size) noexcept { FreeFrame(frame, size); }
+
   std::suspend_always initial_suspend() const noexcept { return {}; }
   TaskFinalAwaiter final_suspend() const noexcept { return {}; }
   std::coroutine_handle<> continuation() const noexcept { return continuation_; }
