@@ -3,20 +3,13 @@
 #include <cstdint>
 #include <new>
 
+#include "engine/address_sanitizer.h"
+
 namespace sluice::detail {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRecycleFrames = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRecycleFrames = false;
-#else
-constexpr bool kRecycleFrames = true;
-#endif
-#else
-constexpr bool kRecycleFrames = true;
-#endif
+// Under ASan every frame goes back to the global allocator, so a use of a destroyed frame is reported.
+constexpr bool kRecycleFrames = !kAddressSanitizer;
 
 constexpr std::size_t kGranule = 64;
 constexpr std::size_t kSizeClasses = 16;  // frames up to 1 KiB

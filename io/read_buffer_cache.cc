@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/address_sanitizer.h"
+#include "engine/address_sanitizer.h"
 #include "sluice/io/file.h"
 
 namespace sluice::detail {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <new>
 
-#include "io/address_sanitizer.h"
+#include "engine/address_sanitizer.h"
 
 namespace sluice::detail {
 namespace {

@@ -1,8 +1,8 @@
 // Whether this translation unit is built with AddressSanitizer (GCC's macro, or clang's feature test).
 // Memory caches use it to hand every block back to the system under ASan, so use after free stays
 // visible.
-#ifndef SLUICE_IO_ADDRESS_SANITIZER_H_
-#define SLUICE_IO_ADDRESS_SANITIZER_H_
+#ifndef SLUICE_ENGINE_ADDRESS_SANITIZER_H_
+#define SLUICE_ENGINE_ADDRESS_SANITIZER_H_
 
 namespace sluice::detail {
 
@@ -20,4 +20,4 @@ inline constexpr bool kAddressSanitizer = false;
 
 }  // namespace sluice::detail
 
-#endif  // SLUICE_IO_ADDRESS_SANITIZER_H_
+#endif  // SLUICE_ENGINE_ADDRESS_SANITIZER_H_
