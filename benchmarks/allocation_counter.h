@@ -1,6 +1,9 @@
-// Counts calls to the global operator new (every form) with relaxed atomics, so a benchmark can report
-// allocations per element. It replaces the global operators for the whole program: include it from
-// exactly one .cc of a benchmark binary, never from the library or a test.
+// Counts calls to the global operator new (every form), so a benchmark can report allocations per
+// element. It replaces the global operators for the whole program: include it from exactly one .cc of a
+// benchmark binary (or the `sluice` tool's main), never from the library or a test.
+//
+// Each thread counts in one of 64 cache-line slots (relaxed atomics), so threads allocating at once do not
+// pass one counter's line between their cores; the count is the slots' sum.
 //
 //   const uint64_t before = sluice::bench::AllocationCount();
 //   ... work ...
@@ -15,16 +18,35 @@
 #include <new>
 
 namespace sluice::bench {
+namespace counter_detail {
 
-inline std::atomic<uint64_t> allocation_calls{0};
+inline constexpr unsigned kSlots = 64;
+struct alignas(64) Slot {
+  std::atomic<uint64_t> calls{0};
+};
+inline Slot slots[kSlots];
+inline std::atomic<unsigned> next_slot{0};
+
+inline void CountOne() noexcept {
+  thread_local const unsigned slot = next_slot.fetch_add(1, std::memory_order_relaxed) % kSlots;
+  slots[slot].calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace counter_detail
 
 // Calls to operator new since the program started, over all threads.
-inline uint64_t AllocationCount() { return allocation_calls.load(std::memory_order_relaxed); }
+inline uint64_t AllocationCount() {
+  uint64_t total = 0;
+  for (const counter_detail::Slot& slot : counter_detail::slots) {
+    total += slot.calls.load(std::memory_order_relaxed);
+  }
+  return total;
+}
 
 namespace counter_detail {
 
 inline void* Allocate(std::size_t bytes, std::size_t alignment) noexcept {
-  allocation_calls.fetch_add(1, std::memory_order_relaxed);
+  CountOne();
   if (bytes == 0) bytes = 1;
   if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
   void* p = nullptr;

@@ -1,14 +1,17 @@
 // `sluice bench pipeline`: the quick start's input pipeline (examples/fashion_mnist_trainer) against
 // PyTorch's DataLoader doing the same work (benchmarks/baselines/torch_pipeline.py), on the same shards,
-// with the same CPU budget: sluice runs on a private pool of --threads threads with the Interleave and the
-// Map at --threads calls, as the trainer does; PyTorch runs --threads worker processes (one
-// torch thread each). Both: parse each tf.train.Example, decode the 784 pixels to standardised float32,
-// shuffle through 10,000 examples, batch 256. A second case holds the same examples as fixed-size records
-// (a label byte and the pixels) in one file: sluice's FixedLengthRecords -> Map(decode) -> Shuffle ->
-// Batch against a map-style PyTorch Dataset over a NumPy memmap (benchmarks/baselines/torch_memmap.py,
-// shuffle=True). Reported per side: samples/s (the metric), peak RSS (sluice: this process's VmHWM, reset
-// before each run; PyTorch: its process tree's VmRSS summed, sampled every 20 ms) and CPU time per
-// sample. Both sides must deliver every example, or the run fails.
+// with the same CPU budget. Three sides: sluice as the trainer runs it (the Interleave and the Map at
+// kAutotune) on a private pool of --threads threads; the same pipeline with every op sequential
+// (num_parallel_calls 0), which the default must never fall below; and PyTorch with --threads worker
+// processes (one torch thread each). All: parse each tf.train.Example, decode the 784 pixels to
+// standardised float32, shuffle through 10,000 examples, batch 256. A second case holds the same examples
+// as fixed-size records (a label byte and the pixels) in one file: sluice's FixedLengthRecords ->
+// Map(decode) -> Shuffle -> Batch against a map-style PyTorch Dataset over a NumPy memmap
+// (benchmarks/baselines/torch_memmap.py, shuffle=True). Reported per side: samples/s (the metric), peak
+// RSS (sluice: this process's VmHWM, reset before each run; PyTorch: its process tree's VmRSS summed,
+// sampled every 20 ms), CPU time per sample, and for sluice allocations per sample (calls to operator
+// new, when this program counts them: the `sluice` binary does). Every side must deliver every example,
+// or the run fails.
 //
 // Data: --data DIR (a folder of `sluice convert fashion-mnist` output: DIR/train-*.tfrecord); else
 // build/data/fashion-mnist when present and --size is not given; else --size examples (default 60,000)
@@ -57,6 +60,7 @@ constexpr double kPythonTimeoutSeconds = 1800;
 
 using ImageLabel = std::pair<Tensor, int64_t>;
 constexpr int64_t kFixedRecordBytes = 1 + kImageSize;  // label byte, pixels
+constexpr int64_t kSequential = 0;                     // num_parallel_calls: run in the consumer's call
 
 struct OpenShard {
   Dataset<std::string> operator()(std::string path) const { return TFRecord({std::move(path)}); }
@@ -169,29 +173,34 @@ absl::Status WriteFixedRecords(const std::vector<std::string>& files, const std:
   return absl::OkStatus();
 }
 
-double CpuSeconds() {
+struct SelfUsage {
+  double cpu_seconds = 0;  // user + system, every thread
+  int64_t minor_faults = 0;
+};
+
+SelfUsage Usage() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   auto seconds = [](const timeval& tv) {
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
   };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  return {.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime), .minor_faults = usage.ru_minflt};
 }
 
-// The quick start's pipeline over TFRecord shards of Example.
-Dataset<std::pair<Tensor, Tensor>> QuickStart(const std::vector<std::string>& files, int threads) {
+// The quick start's pipeline over TFRecord shards of Example, its Interleave and Map at `parallel_calls`.
+Dataset<std::pair<Tensor, Tensor>> QuickStart(const std::vector<std::string>& files, int64_t parallel_calls) {
   return FromVector(files)
-      .Interleave(OpenShard{}, kCycleLength, kBlockLength, threads, /*deterministic=*/true)
+      .Interleave(OpenShard{}, kCycleLength, kBlockLength, parallel_calls, /*deterministic=*/true)
       .ParseExample(ImageLabelSpec())
-      .Map(DecodeImage{}, threads, /*deterministic=*/true)
+      .Map(DecodeImage{}, parallel_calls, /*deterministic=*/true)
       .Shuffle(kShuffleBuffer, kSeed)
       .Batch(kBatchSize);
 }
 
 // The same decoding over one file of fixed-size records: a label byte, then the 784 pixels.
-Dataset<std::pair<Tensor, Tensor>> FixedSize(const std::string& file, int threads) {
+Dataset<std::pair<Tensor, Tensor>> FixedSize(const std::string& file, int64_t parallel_calls) {
   return FixedLengthRecords({file}, kFixedRecordBytes)
-      .Map(DecodeFixed{}, threads, /*deterministic=*/true)
+      .Map(DecodeFixed{}, parallel_calls, /*deterministic=*/true)
       .Shuffle(kShuffleBuffer, kSeed)
       .Batch(kBatchSize);
 }
@@ -200,7 +209,8 @@ Dataset<std::pair<Tensor, Tensor>> FixedSize(const std::string& file, int thread
 absl::StatusOr<Sample> SluiceRun(const Dataset<std::pair<Tensor, Tensor>>& pipeline, int threads,
                                  int64_t* samples_out) {
   ResetSelfPeakRss();
-  const double cpu_start = CpuSeconds();
+  const std::optional<uint64_t> allocations_start = SelfAllocationCount();
+  const SelfUsage usage_start = Usage();
   const auto start = std::chrono::steady_clock::now();
   Options options;
   options.thread_pool_size = threads;
@@ -218,13 +228,21 @@ absl::StatusOr<Sample> SluiceRun(const Dataset<std::pair<Tensor, Tensor>>& pipel
     samples += images.shape().dims()[0];
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double cpu = CpuSeconds() - cpu_start;
+  const SelfUsage usage_end = Usage();
+  const std::optional<uint64_t> allocations_end = SelfAllocationCount();
   if (samples == 0) return absl::InvalidArgumentError("the shards hold no examples");
   *samples_out = samples;
   Sample sample;
   sample.value = static_cast<double>(samples) / seconds;
   sample.extra["peak_rss_MiB"] = static_cast<double>(SelfPeakRssBytes()) / (1 << 20);
-  sample.extra["cpu_us/sample"] = cpu / static_cast<double>(samples) * 1e6;
+  sample.extra["cpu_us/sample"] =
+      (usage_end.cpu_seconds - usage_start.cpu_seconds) / static_cast<double>(samples) * 1e6;
+  sample.extra["faults/sample"] =
+      static_cast<double>(usage_end.minor_faults - usage_start.minor_faults) / static_cast<double>(samples);
+  if (allocations_start.has_value() && allocations_end.has_value()) {
+    sample.extra["allocs/sample"] =
+        static_cast<double>(*allocations_end - *allocations_start) / static_cast<double>(samples);
+  }
   return sample;
 }
 
@@ -333,7 +351,8 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
   // One sluice pass first: its count is what PyTorch must match, and it warms the page cache for both.
   ReportProgress(config, "pipeline: a first sluice pass (warms the page cache, counts the examples)");
   int64_t expected = 0;
-  if (absl::StatusOr<Sample> warm = SluiceRun(QuickStart(*files, threads), threads, &expected); !warm.ok()) {
+  if (absl::StatusOr<Sample> warm = SluiceRun(QuickStart(*files, kAutotune), threads, &expected);
+      !warm.ok()) {
     return warm.status();
   }
   const std::string thread_count = absl::StrCat(threads, threads == 1 ? " thread" : " threads");
@@ -349,7 +368,8 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
   torch_argv.insert(torch_argv.end(), files->begin(), files->end());
   absl::Status s = RunAlternating(
       config,
-      {{"sluice", [&] { return SluiceCounted(QuickStart(*files, threads), threads, expected); }},
+      {{"sluice", [&] { return SluiceCounted(QuickStart(*files, kAutotune), threads, expected); }},
+       {"sequential", [&] { return SluiceCounted(QuickStart(*files, kSequential), threads, expected); }},
        {"pytorch", [&] { return TorchRun(torch_argv, expected); }}},
       &c);
   if (!s.ok()) return s;
@@ -363,7 +383,7 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
   const std::string fixed_file = fixed_dir->path() + "/images-785.bin";
   ReportProgress(config, absl::StrCat("pipeline: writing ", expected, " fixed-size records to ", fixed_file));
   if (absl::Status w = WriteFixedRecords(*files, fixed_file); !w.ok()) return w;
-  if (absl::Status warm = SluiceCounted(FixedSize(fixed_file, threads), threads, expected).status();
+  if (absl::Status warm = SluiceCounted(FixedSize(fixed_file, kAutotune), threads, expected).status();
       !warm.ok()) {
     return warm;
   }
@@ -377,7 +397,8 @@ absl::StatusOr<ScenarioResult> RunPipeline(const BenchConfig& config) {
       "--batch", absl::StrCat(kBatchSize),        fixed_file};
   s = RunAlternating(
       config,
-      {{"sluice", [&] { return SluiceCounted(FixedSize(fixed_file, threads), threads, expected); }},
+      {{"sluice", [&] { return SluiceCounted(FixedSize(fixed_file, kAutotune), threads, expected); }},
+       {"sequential", [&] { return SluiceCounted(FixedSize(fixed_file, kSequential), threads, expected); }},
        {"pytorch", [&] { return TorchRun(memmap_argv, expected); }}},
       &f);
   if (!s.ok()) return s;

@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/allocation_counter.h"  // replaces operator new in this binary, for `sluice bench`
+#include "tools/sluice/bench_process.h"
 #include "tools/sluice/cli.h"
 
 int main(int argc, char** argv) {
+  sluice::tools::SetAllocationCounter(&sluice::bench::AllocationCount);
   return sluice::tools::RunSluice(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
 }
