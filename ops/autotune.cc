@@ -377,11 +377,24 @@ void Tuner::SetAllForTest(int parallelism) {
   for (Entry& e : entries_) e.tunable->SetParallelism(parallelism);
 }
 
+// A trial's first period at the new setting is half a period when the op's rate fills even that with
+// kMinProbeElements: a probe that loses clearly (most do, e.g. workers where elements cost less than a
+// hand-off) is undone after it at half the cost. On the quick start's first epoch (~12 periods, one
+// joint probe) that is ~4% of the epoch. Fewer elements would make the rate too coarse to judge.
+std::chrono::nanoseconds Tuner::NextPeriod() const {
+  constexpr double kMinProbeElements = 256;
+  const std::chrono::nanoseconds half = config_.period / 2;
+  if (climber_.FirstProbeBaselineRate() * std::chrono::duration<double>(half).count() >= kMinProbeElements) {
+    return half;
+  }
+  return config_.period;
+}
+
 void Tuner::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   auto last = std::chrono::steady_clock::now();
   while (!stop_) {
-    wake_.wait_for(lock, config_.period, [this] { return stop_; });
+    wake_.wait_for(lock, NextPeriod(), [this] { return stop_; });
     if (stop_) break;
     auto now = std::chrono::steady_clock::now();
     int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();

@@ -259,6 +259,20 @@ TEST(HillClimberTest, ATrialThatLosesClearlyInItsFirstRoundEndsThere) {
   EXPECT_EQ(p, 0);
 }
 
+TEST(HillClimberTest, SaysWhenTheNextPeriodIsATrialsFirstAtTheNewSetting) {
+  HillClimber climber(Budget(4));
+  EXPECT_EQ(climber.FirstProbeBaselineRate(), 0);
+  EXPECT_TRUE(climber.Step({Rated(0, 4, 0.9, 300)}).empty());
+  EXPECT_EQ(climber.FirstProbeBaselineRate(), 0);
+  const std::vector<Change> raise = climber.Step({Rated(0, 4, 0.9, 310)});
+  ASSERT_EQ(raise.size(), 1u);
+  EXPECT_EQ(climber.FirstProbeBaselineRate(), 310);  // B next, the period the Tuner may halve
+  const std::vector<Change> back = climber.Step({Rated(1, 4, 0.9, 280)});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].parallelism, 0);
+  EXPECT_EQ(climber.FirstProbeBaselineRate(), 0);  // A, a whole period
+}
+
 TEST(HillClimberTest, ATrialThatWinsClearlyInItsFirstRoundEndsThere) {
   HillClimber climber(Budget(4));
   int p = 0;

@@ -214,6 +214,14 @@ class SLUICE_EXPORT HillClimber {
   // on trial is remembered at the setting the trial started from.
   TuningHistory History(size_t index, int parallelism) const;
 
+  // When the last Step started a rate-judged trial (the next period is the first at the new setting): the
+  // op's output rate before it, in elements per second; else 0. The Tuner makes that period half as long
+  // where it still holds enough elements to judge, since most probes lose clearly there and end
+  // (early_undo_ratio).
+  double FirstProbeBaselineRate() const {
+    return trial_ && trial_by_rate_ && trial_rates_.empty() ? trial_baseline_ : 0;
+  }
+
  private:
   struct OpState {
     // Cooldowns and failures of both directions, and the peak rate (its parallelism and the joint
@@ -274,6 +282,7 @@ class SLUICE_EXPORT Tuner {
 
  private:
   void Run();
+  std::chrono::nanoseconds NextPeriod() const;  // under mu_
   void StepLocked(int64_t elapsed_ns);
   void TracePeriod(const std::vector<HillClimber::Sample>& samples) const;
   void TraceChanges(const std::vector<HillClimber::Change>& changes) const;
