@@ -5,6 +5,10 @@
 // Each thread counts in one of 64 cache-line slots (relaxed atomics), so threads allocating at once do not
 // pass one counter's line between their cores; the count is the slots' sum.
 //
+// Under a sanitizer nothing is replaced and kCountsAllocations is false: the runtime brings its own
+// operator new (TSan's static runtime collides with a replacement at link time; ASan's checks that new and
+// delete pair up).
+//
 //   const uint64_t before = sluice::bench::AllocationCount();
 //   ... work ...
 //   const uint64_t allocations = sluice::bench::AllocationCount() - before;
@@ -17,7 +21,22 @@
 #include <cstdlib>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLUICE_BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define SLUICE_BENCH_SANITIZED 1
+#endif
+#endif
+
 namespace sluice::bench {
+
+#if defined(SLUICE_BENCH_SANITIZED)
+inline constexpr bool kCountsAllocations = false;
+#else
+inline constexpr bool kCountsAllocations = true;
+#endif
+
 namespace counter_detail {
 
 inline constexpr unsigned kSlots = 64;
@@ -34,7 +53,7 @@ inline void CountOne() noexcept {
 
 }  // namespace counter_detail
 
-// Calls to operator new since the program started, over all threads.
+// Calls to operator new since the program started, over all threads (0 when !kCountsAllocations).
 inline uint64_t AllocationCount() {
   uint64_t total = 0;
   for (const counter_detail::Slot& slot : counter_detail::slots) {
@@ -62,6 +81,7 @@ inline void* AllocateOrThrow(std::size_t bytes, std::size_t alignment) {
 }  // namespace counter_detail
 }  // namespace sluice::bench
 
+#if !defined(SLUICE_BENCH_SANITIZED)
 // Replacement functions ([new.delete]); the nothrow and sized forms too, so that nothing bypasses the count.
 void* operator new(std::size_t n) { return sluice::bench::counter_detail::AllocateOrThrow(n, 0); }
 void* operator new[](std::size_t n) { return sluice::bench::counter_detail::AllocateOrThrow(n, 0); }
@@ -95,5 +115,7 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+#endif  // !SLUICE_BENCH_SANITIZED
 
 #endif  // SLUICE_BENCHMARKS_ALLOCATION_COUNTER_H_

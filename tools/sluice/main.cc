@@ -12,6 +12,6 @@
 #include "tools/sluice/cli.h"
 
 int main(int argc, char** argv) {
-  sluice::tools::SetAllocationCounter(&sluice::bench::AllocationCount);
+  if (sluice::bench::kCountsAllocations) sluice::tools::SetAllocationCounter(&sluice::bench::AllocationCount);
   return sluice::tools::RunSluice(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
 }
