@@ -21,21 +21,11 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SLUICE_BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define SLUICE_BENCH_SANITIZED 1
-#endif
-#endif
+#include "engine/sanitizers.h"
 
 namespace sluice::bench {
 
-#if defined(SLUICE_BENCH_SANITIZED)
-inline constexpr bool kCountsAllocations = false;
-#else
-inline constexpr bool kCountsAllocations = true;
-#endif
+inline constexpr bool kCountsAllocations = !(SLUICE_ADDRESS_SANITIZER || SLUICE_THREAD_SANITIZER);
 
 namespace counter_detail {
 
@@ -81,7 +71,7 @@ inline void* AllocateOrThrow(std::size_t bytes, std::size_t alignment) {
 }  // namespace counter_detail
 }  // namespace sluice::bench
 
-#if !defined(SLUICE_BENCH_SANITIZED)
+#if !(SLUICE_ADDRESS_SANITIZER || SLUICE_THREAD_SANITIZER)
 // Replacement functions ([new.delete]); the nothrow and sized forms too, so that nothing bypasses the count.
 void* operator new(std::size_t n) { return sluice::bench::counter_detail::AllocateOrThrow(n, 0); }
 void* operator new[](std::size_t n) { return sluice::bench::counter_detail::AllocateOrThrow(n, 0); }
@@ -116,6 +106,6 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
-#endif  // !SLUICE_BENCH_SANITIZED
+#endif  // no sanitizer
 
 #endif  // SLUICE_BENCHMARKS_ALLOCATION_COUNTER_H_

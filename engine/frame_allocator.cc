@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <new>
 
-#include "engine/address_sanitizer.h"
+#include "engine/sanitizers.h"
 
 namespace sluice::detail {
 namespace {

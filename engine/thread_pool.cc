@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/sanitizers.h"
 #include "sluice/engine/detail/transfer.h"
 
 // moodycamel's queue synchronises through std::atomic_thread_fence, which ThreadSanitizer neither
@@ -23,16 +24,7 @@
 // file (local queues, stealing, the counts and the sleep protocol) is the same code in every build, and
 // that is what TSan checks.
 #if !defined(SLUICE_POOL_LOCKED_SHARED_QUEUE)
-#if defined(__SANITIZE_THREAD__)
-#define SLUICE_POOL_LOCKED_SHARED_QUEUE 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SLUICE_POOL_LOCKED_SHARED_QUEUE 1
-#endif
-#endif
-#endif
-#if !defined(SLUICE_POOL_LOCKED_SHARED_QUEUE)
-#define SLUICE_POOL_LOCKED_SHARED_QUEUE 0
+#define SLUICE_POOL_LOCKED_SHARED_QUEUE SLUICE_THREAD_SANITIZER
 #endif
 
 #if SLUICE_POOL_LOCKED_SHARED_QUEUE

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/address_sanitizer.h"
+#include "engine/sanitizers.h"
 #include "sluice/io/file.h"
 
 namespace sluice::detail {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <new>
 
-#include "engine/address_sanitizer.h"
+#include "engine/sanitizers.h"
 
 namespace sluice::detail {
 namespace {
